@@ -1,0 +1,101 @@
+import { parseArgs } from "node:util";
+import { loadConfig } from "../config/config.ts";
+import { errorMessage, isPmlError } from "../errors.ts";
+import { createGateway } from "../gateway/create_gateway.ts";
+import { PML_VERSION } from "../gateway/mcp_server.ts";
+import { serveStdio } from "../ingress/stdio.ts";
+import { runInit } from "./init.ts";
+import type { CliIo } from "./io.ts";
+import { runStatus } from "./status.ts";
+
+const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
+
+Usage:
+  pml init [--yes] [--api-key KEY] [--cloud-url URL] [--transport stdio|http] [--port N]
+                     write .pml.json and add PML to .mcp.json in the workspace
+  pml stdio          serve MCP over stdio (what your MCP client runs)
+  pml status [--json]
+                     show workspace, config, cloud mode and permissions
+  pml help | --help  this text
+  pml version
+
+Environment: PML_WORKSPACE (workspace folder), PML_API_KEY (cloud mode), PML_CLOUD_URL, PML_HOME.
+`;
+
+/** Runs the CLI; the only place that turns errors into exit codes. */
+export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case "init": {
+        const { values } = parseArgs({
+          args: rest,
+          options: {
+            yes: { type: "boolean", short: "y", default: false },
+            "api-key": { type: "string" },
+            "cloud-url": { type: "string" },
+            transport: { type: "string", default: "stdio" },
+            port: { type: "string" },
+          },
+        });
+        if (values.transport !== "stdio" && values.transport !== "http") {
+          throw new TypeError(`--transport must be "stdio" or "http", not "${values.transport}"`);
+        }
+        const port = values.port === undefined ? undefined : Number(values.port);
+        if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
+          throw new TypeError(`--port must be a port number, not "${values.port}"`);
+        }
+        if (values["cloud-url"] !== undefined && !URL.canParse(values["cloud-url"])) {
+          throw new TypeError(`--cloud-url must be a URL, not "${values["cloud-url"]}"`);
+        }
+        return await runInit({
+          yes: values.yes,
+          apiKey: values["api-key"],
+          cloudUrl: values["cloud-url"],
+          transport: values.transport,
+          port,
+          command: launcher,
+        }, io);
+      }
+      case "stdio": {
+        parseArgs({ args: rest, options: {} });
+        const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
+        await serveStdio(createGateway(config));
+        return 0;
+      }
+      case "status": {
+        const { values } = parseArgs({ args: rest, options: { json: { type: "boolean", default: false } } });
+        return runStatus(io, { json: values.json });
+      }
+      case "version":
+      case "--version":
+        io.stdout(`pml ${PML_VERSION}\n`);
+        return 0;
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        io.stdout(HELP);
+        return 0;
+      default:
+        io.stderr(`pml: unknown command "${command}"\n\n${HELP}`);
+        return 2;
+    }
+  } catch (err) {
+    if (isPmlError(err)) {
+      io.stderr(`pml: ${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof TypeError && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      io.stderr(`pml: ${err.message}\n\n${HELP}`);
+      return 2;
+    }
+    if (err instanceof TypeError) {
+      io.stderr(`pml: ${err.message}\n`);
+      return 2;
+    }
+    io.stderr(`pml: unexpected error: ${errorMessage(err)}\n${(err as Error)?.stack ?? ""}\n`);
+    return 1;
+  }
+}

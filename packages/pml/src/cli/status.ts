@@ -1,0 +1,36 @@
+import { loadConfig } from "../config/config.ts";
+import { checkPermission } from "../permission/patterns.ts";
+import type { CliIo } from "./io.ts";
+
+/** `pml status`: where PML thinks it is and what it will do, without starting anything. */
+export function runStatus(io: CliIo, opts: { json: boolean }): number {
+  const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+  const status = {
+    workspace: config.workspace,
+    workspaceSource: config.workspaceSource,
+    config: config.hasConfigFile ? config.configPath : "(none: built-in defaults)",
+    cloudUrl: config.cloudUrl,
+    cloudMode: config.apiKey ? "cloud (API key set)" : "local-only (no PML_API_KEY)",
+    permissions: config.permissions,
+    examples: Object.fromEntries(
+      ["filesystem:read_file", "filesystem:write_file", "shell:exec"].map((t) => [
+        t,
+        checkPermission(t, config.permissions),
+      ]),
+    ),
+  };
+  if (opts.json) {
+    io.stdout(JSON.stringify(status, null, 2) + "\n");
+    return 0;
+  }
+  const lines = [
+    `workspace   ${status.workspace} (${status.workspaceSource})`,
+    `config      ${status.config}`,
+    `cloud       ${status.cloudUrl}: ${status.cloudMode}`,
+    `allow       ${config.permissions.allow.join(", ") || "-"}`,
+    `ask         ${config.permissions.ask.join(", ") || "-"}`,
+    `deny        ${config.permissions.deny.join(", ") || "-"}`,
+  ];
+  io.stdout(lines.join("\n") + "\n");
+  return 0;
+}

@@ -1,0 +1,157 @@
+import { join, resolve } from "node:path";
+import { PmlError } from "../errors.ts";
+import type { Permissions } from "../permission/patterns.ts";
+import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "./defaults.ts";
+import { type PmlFile, PmlFileSchema, type PrivateMcp } from "./schema.ts";
+import { readApiKey } from "./credentials.ts";
+import { resolveWorkspace, type WorkspaceSource } from "./workspace.ts";
+
+/** The config file name, in the workspace. */
+export const CONFIG_FILE = ".pml.json";
+
+/** Everything the program needs to know about its setting, parsed once. Nothing deeper reads env. */
+export interface Config {
+  /** Absolute real path of the workspace. */
+  readonly workspace: string;
+  readonly workspaceSource: WorkspaceSource;
+  /** Warning to show on stderr (cwd fallback), if any. */
+  readonly workspaceWarning?: string;
+  /** Path of `.pml.json`, whether or not it exists. */
+  readonly configPath: string;
+  /** True when `.pml.json` exists (then its permissions are the only source of truth). */
+  readonly hasConfigFile: boolean;
+  readonly cloudUrl: string;
+  /** `PML_API_KEY`, or the key stored by `pml init`. Never logged, never passed to sandboxes or subprocesses. */
+  readonly apiKey?: string;
+  readonly permissions: Permissions;
+  readonly privateMcps: Readonly<Record<string, PrivateMcp>>;
+  readonly registries: readonly string[];
+  /** Names of BYOK variables the user makes available to cloud tools. */
+  readonly byokEnv: readonly string[];
+  /** Extra sandbox grants (absolute real paths; net hosts). */
+  readonly sandbox: { readonly read: readonly string[]; readonly write: readonly string[]; readonly net: readonly string[] };
+  readonly port: number;
+  /** `~/.pml`: Deno module cache (`DENO_DIR`) and routing cache. */
+  readonly pmlHome: string;
+  /** The environment snapshot, for BYOK look-ups and dependency env. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** Expands `${VAR}` from `env` in every string of a JSON value; unset variables are an error. */
+export function expandEnv(value: unknown, env: Readonly<Record<string, string>>, at = ""): unknown {
+  if (typeof value === "string") {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+      const v = env[name];
+      if (v === undefined) {
+        throw new PmlError(
+          "CONFIG_INVALID",
+          `${at || "value"}: environment variable "${name}" is not set (referenced as \${${name}})`,
+        );
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, env, `${at}[${i}]`));
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, expandEnv(v, env, at ? `${at}.${k}` : k)]),
+    );
+  }
+  return value;
+}
+
+/** Parses the text of a `.pml.json`; errors name the file, the field and what was expected. */
+export function parsePmlFile(
+  text: string,
+  path: string,
+  env: Readonly<Record<string, string>>,
+): PmlFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new PmlError("CONFIG_INVALID", `Invalid ${path}: not valid JSON (${(err as Error).message})`);
+  }
+  let expanded: unknown;
+  try {
+    expanded = expandEnv(raw, env);
+  } catch (err) {
+    throw new PmlError("CONFIG_INVALID", `Invalid ${path}: ${(err as Error).message}`);
+  }
+  const parsed = PmlFileSchema.safeParse(expanded);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue.path.length ? issue.path.join(".") : "(top level)";
+    throw new PmlError(
+      "CONFIG_INVALID",
+      `Invalid ${path}: field "${field}": ${issue.message}`,
+      { details: { field, issues: parsed.error.issues } },
+    );
+  }
+  return parsed.data;
+}
+
+function realOrResolved(base: string, p: string): string {
+  const abs = resolve(base, p);
+  try {
+    return Deno.realPathSync(abs);
+  } catch {
+    return abs;
+  }
+}
+
+/**
+ * Loads the configuration: resolves the workspace, reads `.pml.json` if present, applies defaults.
+ *
+ * @example
+ * ```ts
+ * const config = loadConfig({ env: Deno.env.toObject(), cwd: Deno.cwd(), home: "/home/a" });
+ * ```
+ */
+export function loadConfig(
+  opts: { env: Readonly<Record<string, string>>; cwd: string; home?: string },
+): Config {
+  const ws = resolveWorkspace(opts);
+  const configPath = join(ws.path, CONFIG_FILE);
+  let text: string | undefined;
+  try {
+    text = Deno.readTextFileSync(configPath);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) {
+      throw new PmlError("CONFIG_INVALID", `Cannot read ${configPath}: ${(err as Error).message}`);
+    }
+  }
+  const file: PmlFile = text === undefined ? {} : parsePmlFile(text, configPath, opts.env);
+  let workspace = ws.path;
+  if (file.workspace && ws.source !== "env") workspace = realOrResolved(ws.path, file.workspace);
+  const home = opts.home ?? opts.env.HOME ?? workspace;
+  const sandbox = file.sandbox ?? {};
+  const pmlHome = opts.env.PML_HOME || join(home, ".pml");
+  return Object.freeze({
+    workspace,
+    workspaceSource: ws.source,
+    workspaceWarning: ws.warning,
+    configPath,
+    hasConfigFile: text !== undefined,
+    cloudUrl: (opts.env.PML_CLOUD_URL || file.cloudUrl || DEFAULT_CLOUD_URL).replace(/\/+$/, ""),
+    apiKey: opts.env.PML_API_KEY || readApiKey(pmlHome),
+    permissions: file.permissions
+      ? Object.freeze({
+        allow: [...file.permissions.allow],
+        ask: [...file.permissions.ask],
+        deny: [...file.permissions.deny],
+      })
+      : DEFAULT_PERMISSIONS,
+    privateMcps: file.private_mcps ?? {},
+    registries: file.registries ?? [],
+    byokEnv: file.env ?? [],
+    sandbox: {
+      read: (sandbox.read ?? []).map((p) => realOrResolved(workspace, p)),
+      write: (sandbox.write ?? []).map((p) => realOrResolved(workspace, p)),
+      net: sandbox.net ?? [],
+    },
+    port: Number(opts.env.PML_PORT) || file.port || DEFAULT_PORT,
+    pmlHome,
+    env: opts.env,
+  });
+}

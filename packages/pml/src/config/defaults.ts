@@ -1,0 +1,34 @@
+import type { Permissions } from "../permission/patterns.ts";
+
+/** The cloud used when `.pml.json` names none. Contacted only when `PML_API_KEY` is set. */
+export const DEFAULT_CLOUD_URL = "https://pml.casys.ai";
+
+/** Default port of `pml serve`. */
+export const DEFAULT_PORT = 3003;
+
+/** Read-only filesystem tools: allowed by default. */
+export const FILESYSTEM_READ_TOOLS = [
+  "filesystem:read_file",
+  "filesystem:list_directory",
+  "filesystem:directory_tree",
+  "filesystem:search_files",
+  "filesystem:get_file_info",
+] as const;
+
+/** Filesystem tools that change files: asked by default. */
+export const FILESYSTEM_WRITE_TOOLS = [
+  "filesystem:write_file",
+  "filesystem:edit_file",
+  "filesystem:create_directory",
+  "filesystem:move_file",
+] as const;
+
+/**
+ * Built-in permissions, used only when there is no `.pml.json` (DESIGN §5), and written by
+ * `pml init`: filesystem reads allowed, writes and shell asked, everything else asked.
+ */
+export const DEFAULT_PERMISSIONS: Permissions = Object.freeze({
+  allow: Object.freeze([...FILESYSTEM_READ_TOOLS]),
+  ask: Object.freeze([...FILESYSTEM_WRITE_TOOLS, "shell:exec"]),
+  deny: Object.freeze([]),
+});

@@ -1,0 +1,62 @@
+import { z } from "zod";
+
+const toolPattern = z.string().regex(
+  /^(\*|[A-Za-z0-9_.-]+(:(\*|[A-Za-z0-9_.-]+))?)$/,
+  'a tool pattern: "*", "ns", "ns:*" or "ns:action"',
+);
+
+/** Permissions block of `.pml.json`: lists of tool patterns. */
+export const PermissionsSchema = z.object({
+  allow: z.array(toolPattern).default([]),
+  ask: z.array(toolPattern).default([]),
+  deny: z.array(toolPattern).default([]),
+}).strict();
+
+/** A local MCP definition (`private_mcps` entry): same shape as registry metadata. */
+export const PrivateMcpSchema = z.object({
+  type: z.enum(["deno", "stdio", "http"]),
+  description: z.string().optional(),
+  /** deno: path of a module file (relative to the workspace) or inline code. */
+  module: z.string().optional(),
+  code: z.string().optional(),
+  /** stdio: how to start the server. */
+  install: z.object({
+    command: z.string(),
+    args: z.array(z.string()).default([]),
+    envRequired: z.array(z.string()).default([]),
+  }).optional(),
+  package: z.object({ name: z.string(), version: z.string(), integrity: z.string() }).optional(),
+  permissions: z.object({
+    read: z.array(z.string()).default([]),
+    write: z.array(z.string()).default([]),
+    net: z.array(z.string()).default([]),
+    env: z.array(z.string()).default([]),
+  }).partial().optional(),
+  proxyTo: z.string().optional(),
+  envRequired: z.array(z.string()).optional(),
+  tools: z.array(z.unknown()).optional(),
+  tools_used: z.array(z.string()).optional(),
+}).passthrough();
+
+/** The `.pml.json` file (DESIGN §4). Unknown top-level keys are refused to catch typos. */
+export const PmlFileSchema = z.object({
+  $schema: z.string().optional(),
+  version: z.number().int().optional(),
+  workspace: z.string().optional(),
+  cloudUrl: z.url({ message: "an http(s) URL" }).optional(),
+  port: z.number().int().min(1).max(65535).optional(),
+  permissions: PermissionsSchema.optional(),
+  private_mcps: z.record(z.string(), PrivateMcpSchema).optional(),
+  registries: z.array(z.url({ message: "an http(s) URL" })).optional(),
+  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"))
+    .optional(),
+  sandbox: z.object({
+    read: z.array(z.string()).default([]),
+    write: z.array(z.string()).default([]),
+    net: z.array(z.string()).default([]),
+  }).partial().strict().optional(),
+}).strict();
+
+export type PmlFile = z.infer<typeof PmlFileSchema>;
+export type PermissionsFile = z.infer<typeof PermissionsSchema>;
+export type PrivateMcp = z.infer<typeof PrivateMcpSchema>;

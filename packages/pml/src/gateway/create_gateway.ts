@@ -1,0 +1,42 @@
+import { createAuditLog } from "../audit/audit.ts";
+import type { Config } from "../config/config.ts";
+import { Approvals } from "../permission/approvals.ts";
+import { PermissionStore } from "../permission/permission_store.ts";
+import { createRoutingResolver, type RoutingTable } from "../routing/routing.ts";
+import { SandboxPool } from "../sandbox/pool.ts";
+import { StdTarget } from "../targets/std/std_target.ts";
+import { Gateway } from "./gateway.ts";
+
+/** Optional overrides for tests and embedding. */
+export interface GatewayOptions {
+  readonly routingTable?: RoutingTable;
+  readonly approvalTtlMs?: number;
+  readonly now?: () => number;
+  /** Start the read-only sandbox right away (default true). */
+  readonly prewarm?: boolean;
+}
+
+/**
+ * Composition root: builds the gateway and its targets from a {@link Config}.
+ *
+ * @example
+ * ```ts
+ * const gateway = createGateway(loadConfig({ env: Deno.env.toObject(), cwd: Deno.cwd() }));
+ * ```
+ */
+export function createGateway(config: Config, opts: GatewayOptions = {}): Gateway {
+  const audit = createAuditLog(config.workspace);
+  const routing = createRoutingResolver(opts.routingTable);
+  const pool = new SandboxPool();
+  const std = new StdTarget({ config, pool, audit, routing });
+  if (opts.prewarm !== false) std.prewarm();
+  return new Gateway({
+    permissions: new PermissionStore(config.permissions, config.configPath),
+    approvals: new Approvals({ ttlMs: opts.approvalTtlMs, now: opts.now }),
+    routing,
+    targets: [std],
+    audit,
+    declaredNamespaces: Object.keys(config.privateMcps),
+    resources: [pool],
+  });
+}

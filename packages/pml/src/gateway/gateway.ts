@@ -1,0 +1,225 @@
+import type { CallToolResult, Tool } from "../sdk/types.ts";
+import type { AuditLog } from "../audit/audit.ts";
+import { errorMessage, PmlError } from "../errors.ts";
+import type { ApprovalDecision, Approvals, Elicit } from "../permission/approvals.ts";
+import { namedNamespaces } from "../permission/patterns.ts";
+import type { PermissionStore } from "../permission/permission_store.ts";
+import type { RoutingResolver } from "../routing/routing.ts";
+import { errorResult, type Target, type ToolCall, type ToolInfo } from "../targets/target.ts";
+import { exposedName, isToolId } from "./names.ts";
+
+/** How the current request can reach the human and the client. */
+export interface CallChannel {
+  /** Present when the client declared the `elicitation` capability. */
+  readonly elicit?: Elicit;
+  readonly progress?: (progress: number, total?: number, message?: string) => Promise<void>;
+  readonly signal?: AbortSignal;
+}
+
+/** A tool of PML itself (`pml:continue`, `pml:execute`, `pml:search`): not subject to permissions. */
+export interface MetaTool {
+  readonly id: string;
+  readonly description: string;
+  readonly inputSchema: Record<string, unknown>;
+  run(args: Record<string, unknown>, channel: CallChannel): Promise<CallToolResult>;
+}
+
+export interface GatewayDeps {
+  readonly permissions: PermissionStore;
+  readonly approvals: Approvals;
+  readonly routing: RoutingResolver;
+  /** Local targets first, in priority order; the cloud target last. */
+  readonly targets: readonly Target[];
+  readonly audit: AuditLog;
+  readonly metaTools?: readonly MetaTool[];
+  /** Namespaces `.pml.json` declares (private MCPs): always listed. */
+  readonly declaredNamespaces?: readonly string[];
+  /** Closed with the gateway (sandbox pools, process managers). */
+  readonly resources?: readonly { close(): Promise<void> }[];
+}
+
+/** Tool call failed in a way the caller of a nested `mcp.*` call sees as an exception. */
+export class ToolCallError extends PmlError {}
+
+/**
+ * The call pipeline (DESIGN §2): resolve the tool → permission (deny/ask/allow, with the human in
+ * the loop) → routing → target. Every call takes this path, including nested `mcp.*` calls.
+ */
+export class Gateway {
+  readonly #deps: GatewayDeps;
+  readonly #meta = new Map<string, MetaTool>();
+  #names = new Map<string, string>();
+
+  constructor(deps: GatewayDeps) {
+    this.#deps = deps;
+    const cont: MetaTool = {
+      id: "pml:continue",
+      description:
+        "Answer a pending approval: pass the workflow_id of an approval_required result and the decision",
+      inputSchema: {
+        type: "object",
+        properties: {
+          workflow_id: { type: "string" },
+          decision: { type: "string", enum: ["yes", "always", "no"] },
+        },
+        required: ["workflow_id", "decision"],
+      },
+      run: (args) => this.#continue(args),
+    };
+    for (const m of [cont, ...(deps.metaTools ?? [])]) this.#meta.set(m.id, m);
+  }
+
+  get permissions(): PermissionStore {
+    return this.#deps.permissions;
+  }
+
+  /** Tools for `tools/list`: meta tools, then the tools of every MCP the permissions name. */
+  async listTools(): Promise<Tool[]> {
+    const perms = this.#deps.permissions.current;
+    const wildcard = perms.allow.includes("*") || perms.ask.includes("*");
+    const named = new Set([
+      ...namedNamespaces(perms, ["allow", "ask"]),
+      ...(this.#deps.declaredNamespaces ?? []),
+    ]);
+    const seen = new Set<string>();
+    const infos: ToolInfo[] = [];
+    for (const target of this.#deps.targets) {
+      for (const info of await target.listTools(wildcard ? undefined : named)) {
+        if (seen.has(info.id) || this.#deps.permissions.check(info.id) === "deny") continue;
+        seen.add(info.id);
+        infos.push(info);
+      }
+    }
+    const names = new Map<string, string>();
+    const tools: Tool[] = [];
+    for (const t of [...this.#meta.values(), ...infos]) {
+      const name = exposedName(t.id);
+      names.set(name, t.id);
+      tools.push({
+        name,
+        title: t.id,
+        description: t.description,
+        inputSchema: t.inputSchema as Tool["inputSchema"],
+      });
+    }
+    this.#names = names;
+    return tools;
+  }
+
+  /** Maps an exposed name or a tool id to the tool id. */
+  async resolveName(name: string): Promise<string | undefined> {
+    if (this.#meta.has(name) || isToolId(name)) return name;
+    if (!this.#names.has(name)) await this.listTools();
+    return this.#names.get(name);
+  }
+
+  /** `tools/call`: the whole pipeline for a name from the client. */
+  async callTool(name: string, args: unknown, channel: CallChannel = {}): Promise<CallToolResult> {
+    const toolId = await this.resolveName(name);
+    if (!toolId) throw new PmlError("UNKNOWN_TOOL", `Unknown tool "${name}"`);
+    return await this.runTool(toolId, args, channel);
+  }
+
+  /** Runs one tool id through permission, routing and target. */
+  async runTool(toolId: string, rawArgs: unknown, channel: CallChannel): Promise<CallToolResult> {
+    const args = (rawArgs ?? {}) as Record<string, unknown>;
+    if (typeof args !== "object" || Array.isArray(args)) {
+      return errorResult(`Arguments of "${toolId}" must be a JSON object`);
+    }
+    const meta = this.#meta.get(toolId);
+    if (meta) return await meta.run(args, channel);
+    const target = await this.#targetFor(toolId);
+    if (!target) throw new PmlError("UNKNOWN_TOOL", `Unknown tool "${toolId}"`);
+    const decision = this.#deps.permissions.check(toolId);
+    if (decision === "deny") {
+      await this.#deps.audit.write("permission_denied", { tool: toolId });
+      return errorResult(`Permission denied: "${toolId}" is denied by .pml.json permissions`);
+    }
+    const run = () => this.#dispatch(target, toolId, args, channel);
+    if (decision === "allow") return await run();
+    return await this.#deps.approvals.ask(
+      {
+        type: "tool_permission",
+        description: `Allow "${toolId}" to run?`,
+        context: { tool: toolId, arguments: args, routing: this.#deps.routing.routeOf(toolId) },
+      },
+      (d) => this.#afterApproval(d, toolId, run),
+      channel.elicit,
+    );
+  }
+
+  async #afterApproval(
+    decision: ApprovalDecision,
+    toolId: string,
+    run: () => Promise<CallToolResult>,
+  ): Promise<CallToolResult> {
+    if (decision === "no") {
+      await this.#deps.audit.write("permission_denied", { tool: toolId, by: "user" });
+      return errorResult(`Permission denied: the user refused "${toolId}"`);
+    }
+    if (decision === "always") await this.#deps.permissions.allowAlways(toolId);
+    return await run();
+  }
+
+  async #targetFor(toolId: string): Promise<Target | undefined> {
+    for (const target of this.#deps.targets) if (await target.provides(toolId)) return target;
+    return undefined;
+  }
+
+  async #dispatch(
+    target: Target,
+    toolId: string,
+    args: Record<string, unknown>,
+    channel: CallChannel,
+  ): Promise<CallToolResult> {
+    const colon = toolId.indexOf(":");
+    const call: ToolCall = { toolId, ns: toolId.slice(0, colon), action: toolId.slice(colon + 1), args };
+    try {
+      return await target.call(call, {
+        callTool: (id, a) => this.#nested(id, a, channel),
+        progress: channel.progress,
+        signal: channel.signal,
+      });
+    } catch (err) {
+      return errorResult(`"${toolId}" failed: ${errorMessage(err)}`);
+    }
+  }
+
+  /** A nested `mcp.ns.action()` call from sandboxed code: same pipeline, result unwrapped. */
+  async #nested(toolId: string, args: unknown, channel: CallChannel): Promise<unknown> {
+    if (!isToolId(toolId)) throw new ToolCallError("UNKNOWN_TOOL", `Unknown tool "${toolId}"`);
+    const result = await this.runTool(toolId, args, channel);
+    const sc = result.structuredContent as Record<string, unknown> | undefined;
+    const text = result.content?.map((c) => (c.type === "text" ? c.text : "")).join("") ?? "";
+    if (result.isError) throw new ToolCallError("TOOL_ERROR", text || `"${toolId}" failed`);
+    if (sc?.status === "approval_required") {
+      throw new ToolCallError(
+        "APPROVAL_REQUIRED",
+        `"${toolId}" needs approval, which cannot be asked from inside this call; allow it in .pml.json`,
+      );
+    }
+    if (sc) return "result" in sc && Object.keys(sc).length === 1 ? sc.result : sc;
+    return text;
+  }
+
+  async #continue(args: Record<string, unknown>): Promise<CallToolResult> {
+    const id = args.workflow_id;
+    const decision = args.decision;
+    if (typeof id !== "string" || !["yes", "always", "no"].includes(decision as string)) {
+      return errorResult(`pml:continue needs {"workflow_id": string, "decision": "yes"|"always"|"no"}`);
+    }
+    try {
+      return await this.#deps.approvals.continue(id, decision as ApprovalDecision);
+    } catch (err) {
+      return errorResult(errorMessage(err));
+    }
+  }
+
+  /** Stops every target and resource (sandboxes, subprocesses). */
+  async close(): Promise<void> {
+    await Promise.allSettled([
+      ...this.#deps.targets.map((t) => t.close()),
+      ...(this.#deps.resources ?? []).map((r) => r.close()),
+    ]);
+  }
+}

@@ -1,0 +1,58 @@
+import process from "node:process";
+import { StdioServerTransport } from "../sdk/stdio_server.ts";
+import type { JSONRPCMessage } from "../sdk/types.ts";
+import type { Gateway } from "../gateway/gateway.ts";
+import { createMcpServer } from "../gateway/mcp_server.ts";
+
+/**
+ * Serves `gateway` over stdio until stdin closes. Stdout carries JSON-RPC only (everything else
+ * goes to stderr); a malformed line is answered with a JSON-RPC error and the server keeps serving.
+ * Resolves after the gateway (and every process it started) has been closed.
+ */
+export async function serveStdio(
+  gateway: Gateway,
+  io: { stdin?: NodeJS.ReadableStream & { on: typeof process.stdin.on }; stdout?: typeof process.stdout } = {},
+): Promise<void> {
+  const stdin = (io.stdin ?? process.stdin) as typeof process.stdin;
+  const stdout = io.stdout ?? process.stdout;
+  // Anything printed by mistake must not corrupt the protocol stream.
+  console.log = console.error;
+  console.info = console.error;
+  const transport = new StdioServerTransport(stdin, stdout);
+  const server = createMcpServer(gateway);
+  let done!: () => void;
+  const closed = new Promise<void>((resolve) => (done = resolve));
+  let closing = false;
+  const shutdown = async () => {
+    if (closing) return;
+    closing = true;
+    await server.close().catch(() => {});
+    await gateway.close();
+    done();
+  };
+  server.onerror = (err) => {
+    const parseError = err instanceof SyntaxError;
+    const invalid = !parseError && (err as { name?: string }).name?.includes("ZodError");
+    if (parseError || invalid) {
+      transport.send({
+        jsonrpc: "2.0",
+        id: null,
+        error: parseError
+          ? { code: -32700, message: `Parse error: ${err.message}` }
+          : { code: -32600, message: "Invalid Request: not a JSON-RPC 2.0 message" },
+      } as unknown as JSONRPCMessage).catch(() => {});
+      return;
+    }
+    console.error(`pml: ${err.message}`);
+  };
+  server.onclose = () => void shutdown();
+  stdin.on("end", () => void shutdown());
+  stdin.on("close", () => void shutdown());
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    try {
+      Deno.addSignalListener(signal, () => void shutdown());
+    } catch { /* not supported here */ }
+  }
+  await server.connect(transport);
+  await closed;
+}

@@ -1,0 +1,54 @@
+import { DEFAULT_PERMISSIONS } from "../config/defaults.ts";
+import { readJsonObject, writeFileAtomic } from "../config/write_json.ts";
+import { PmlError } from "../errors.ts";
+import { checkPermission, type Decision, type Permissions } from "./patterns.ts";
+
+/**
+ * The live permissions of a session. `.pml.json` is the source of truth; `allowAlways` persists an
+ * exact tool id to `permissions.allow` (atomic write, every other key of the file kept).
+ */
+export class PermissionStore {
+  #permissions: Permissions;
+  readonly #configPath: string;
+
+  constructor(permissions: Permissions, configPath: string) {
+    this.#permissions = permissions;
+    this.#configPath = configPath;
+  }
+
+  get current(): Permissions {
+    return this.#permissions;
+  }
+
+  check(toolId: string): Decision {
+    return checkPermission(toolId, this.#permissions);
+  }
+
+  /**
+   * Adds the exact `toolId` to `allow` (and removes it from `ask` where it is listed exactly).
+   * Wildcards are left for the user to write. Creates `.pml.json` with the defaults if missing.
+   */
+  async allowAlways(toolId: string): Promise<void> {
+    let file: Record<string, unknown>;
+    try {
+      file = await readJsonObject(this.#configPath) ?? { permissions: { ...DEFAULT_PERMISSIONS } };
+    } catch (err) {
+      throw new PmlError(
+        "CONFIG_INVALID",
+        `Cannot record "always" for "${toolId}": ${this.#configPath} is not valid JSON`,
+        { cause: err },
+      );
+    }
+    const perms = (file.permissions ?? {}) as Record<string, string[]>;
+    const allow = [...(perms.allow ?? [])];
+    if (!allow.includes(toolId)) allow.push(toolId);
+    const ask = (perms.ask ?? []).filter((p) => p !== toolId);
+    file.permissions = { ...perms, allow, ask, deny: perms.deny ?? [] };
+    await writeFileAtomic(this.#configPath, JSON.stringify(file, null, 2) + "\n");
+    this.#permissions = Object.freeze({
+      allow: [...this.#permissions.allow.filter((p) => p !== toolId), toolId],
+      ask: this.#permissions.ask.filter((p) => p !== toolId),
+      deny: this.#permissions.deny,
+    });
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Runs inside a sandbox subprocess. Reads `call` messages on stdin, runs the module function and
+ * writes `result` messages on stdout. Nested `mcp.ns.action()` calls cross back to the host as `mcp`
+ * messages. Exits when stdin closes, so a sandbox never outlives its gateway.
+ *
+ * This file imports nothing: everything the sandbox can do is in its Deno flags.
+ */
+import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
+
+// deno-lint-ignore no-explicit-any
+type ModuleFn = (args: any, ctx: any) => unknown;
+/** Modules the sandbox can run, by namespace. */
+export type ModuleTable = Record<string, Record<string, unknown>>;
+
+const encoder = new TextEncoder();
+const writer = Deno.stdout.writable.getWriter();
+
+function send(message: SandboxMessage): void {
+  writer.write(encoder.encode(JSON.stringify(message) + "\n")).catch(() => Deno.exit(0));
+}
+
+function toWire(err: unknown): WireError {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { name: err.name, message: err.message, ...(typeof code === "string" ? { code } : {}) };
+  }
+  return { name: "Error", message: String(err) };
+}
+
+// Module output must never reach the protocol stream.
+for (const name of ["log", "info", "debug", "table", "dir"] as const) {
+  // deno-lint-ignore no-explicit-any
+  (console as any)[name] = console.error;
+}
+
+let nextMcpId = 1;
+const pendingMcp = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+function mcpProxy(callId: number): unknown {
+  return new Proxy({}, {
+    get: (_, ns) =>
+      typeof ns !== "string" ? undefined : new Proxy({}, {
+        get: (_, action) =>
+          typeof action !== "string" ? undefined : (args: unknown = {}) =>
+            new Promise((resolve, reject) => {
+              const id = nextMcpId++;
+              pendingMcp.set(id, { resolve, reject });
+              send({ t: "mcp", id, callId, tool: `${ns}:${action}`, args });
+            }),
+      }),
+  });
+}
+
+async function runCall(modules: ModuleTable, msg: Extract<HostMessage, { t: "call" }>) {
+  try {
+    const fn = modules[msg.ns]?.[msg.action];
+    if (typeof fn !== "function" || msg.action.startsWith("_")) {
+      throw new TypeError(`Module "${msg.ns}" has no action "${msg.action}"`);
+    }
+    const value = await (fn as ModuleFn)(msg.args ?? {}, { ...msg.ctx, mcp: mcpProxy(msg.id) });
+    send({ t: "result", id: msg.id, ok: true, value: value === undefined ? null : value });
+  } catch (err) {
+    send({ t: "result", id: msg.id, ok: false, error: toWire(err) });
+  }
+}
+
+function handle(modules: ModuleTable, msg: HostMessage): void {
+  if (msg.t === "call") {
+    runCall(modules, msg);
+  } else if (msg.t === "mcp_result") {
+    const waiter = pendingMcp.get(msg.id);
+    if (!waiter) return;
+    pendingMcp.delete(msg.id);
+    if (msg.ok) waiter.resolve(msg.value);
+    else waiter.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
+  }
+}
+
+/** Serves `modules` over stdin/stdout until stdin closes. */
+export async function serveModules(modules: ModuleTable): Promise<void> {
+  send({ t: "ready" });
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const chunk of Deno.stdin.readable) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (line.trim() === "") continue;
+      try {
+        handle(modules, JSON.parse(line) as HostMessage);
+      } catch (err) {
+        console.error(`sandbox: bad message from host: ${(err as Error).message}`);
+      }
+    }
+  }
+  Deno.exit(0);
+}

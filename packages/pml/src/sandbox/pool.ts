@@ -1,0 +1,39 @@
+import { type SandboxSpec, SandboxProcess, sandboxFlags } from "./sandbox_process.ts";
+
+/**
+ * Warm sandbox processes, one per permission set (the spec's flags and env). A process that died
+ * (crash, timeout kill) is replaced on the next `get`.
+ */
+export class SandboxPool {
+  #procs = new Map<string, SandboxProcess>();
+  #closed = false;
+  readonly #opts: ConstructorParameters<typeof SandboxProcess>[1];
+
+  constructor(opts: ConstructorParameters<typeof SandboxProcess>[1] = {}) {
+    this.#opts = opts;
+  }
+
+  /** The live process for `spec`, started if needed. */
+  get(spec: SandboxSpec): SandboxProcess {
+    if (this.#closed) throw new Error("Sandbox pool is closed");
+    const key = JSON.stringify([sandboxFlags(spec), spec.env, spec.cwd]);
+    let proc = this.#procs.get(key);
+    if (!proc || !proc.alive) {
+      proc = new SandboxProcess(spec, this.#opts);
+      this.#procs.set(key, proc);
+    }
+    return proc;
+  }
+
+  /** Live processes (for status and tests). */
+  get processes(): SandboxProcess[] {
+    return [...this.#procs.values()].filter((p) => p.alive);
+  }
+
+  /** Kills every process and waits until all are reaped. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#procs.values()].map((p) => p.close()));
+    this.#procs.clear();
+  }
+}

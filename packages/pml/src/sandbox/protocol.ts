@@ -1,0 +1,32 @@
+/**
+ * Messages between the gateway (host) and a sandbox subprocess, one JSON object per line:
+ * host → sandbox on its stdin, sandbox → host on its stdout.
+ *
+ * - `call`: run `action` of module `ns` with `args`; answered by one `result` with the same id.
+ * - `mcp`: inside a call, the module called `mcp.<ns>.<action>(args)`; the host runs it through the
+ *   whole pipeline (permission, routing) and answers `mcp_result` with the same id.
+ */
+export type HostMessage =
+  | {
+    t: "call";
+    id: number;
+    ns: string;
+    action: string;
+    args: unknown;
+    ctx: { workspace: string };
+  }
+  | { t: "mcp_result"; id: number; ok: true; value: unknown }
+  | { t: "mcp_result"; id: number; ok: false; error: WireError };
+
+export type SandboxMessage =
+  | { t: "ready" }
+  | { t: "result"; id: number; ok: true; value: unknown }
+  | { t: "result"; id: number; ok: false; error: WireError }
+  | { t: "mcp"; id: number; callId: number; tool: string; args: unknown };
+
+/** An error as it crosses the pipe. `name` is the JS error class (`NotCapable`, `TypeError`, …). */
+export interface WireError {
+  name: string;
+  message: string;
+  code?: string;
+}

@@ -1,0 +1,241 @@
+import { PmlError } from "../errors.ts";
+import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
+
+/** What a sandbox may do, as data: the Deno flags are derived from it and nothing else. */
+export interface SandboxSpec {
+  /** Entry module (absolute path) that calls `serveModules`. */
+  readonly entry: string;
+  readonly read: readonly string[];
+  readonly write: readonly string[];
+  readonly net: readonly string[];
+  /** Unscoped `--allow-run` (only `shell:exec`). */
+  readonly run: boolean;
+  /** The only environment the process gets (no API keys). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  /** Heap limit in MiB. */
+  readonly maxHeapMb?: number;
+}
+
+/** Deno flags for a spec: least privilege, no prompts, no config or lockfile from the workspace. */
+export function sandboxFlags(spec: SandboxSpec): string[] {
+  for (const p of [...spec.read, ...spec.write]) {
+    if (p.includes(",")) throw new PmlError("SANDBOX_SPEC", `Cannot grant "${p}": path contains a comma`);
+  }
+  const flags = ["run", "--no-prompt", "--no-config", "--no-lock", "--no-remote", "--quiet"];
+  flags.push(`--v8-flags=--max-old-space-size=${spec.maxHeapMb ?? 256}`);
+  if (spec.read.length) flags.push(`--allow-read=${spec.read.join(",")}`);
+  if (spec.write.length) flags.push(`--allow-write=${spec.write.join(",")}`);
+  if (spec.net.length) flags.push(`--allow-net=${spec.net.join(",")}`);
+  if (spec.run) flags.push("--allow-run");
+  flags.push(spec.entry);
+  return flags;
+}
+
+/** Handles a nested `mcp.ns.action()` call made by sandboxed code. */
+export type McpHandler = (tool: string, args: unknown) => Promise<unknown>;
+
+/** Error thrown inside the sandbox, carried back with its class name. */
+export class SandboxError extends Error {
+  constructor(readonly wire: WireError) {
+    super(wire.message);
+    this.name = wire.name;
+  }
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  onMcp?: McpHandler;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * One sandbox subprocess (`deno run` with the spec's flags), serving many concurrent calls over
+ * its stdin/stdout. Killed with SIGKILL on timeout or close; a crash fails the calls in flight.
+ */
+export class SandboxProcess {
+  readonly spec: SandboxSpec;
+  #child: Deno.ChildProcess;
+  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #pending = new Map<number, Pending>();
+  #nextId = 1;
+  #alive = true;
+  #exitReason = "";
+  readonly ready: Promise<void>;
+  readonly exited: Promise<void>;
+
+  constructor(spec: SandboxSpec, opts: { denoPath?: string; onStderr?: (line: string) => void } = {}) {
+    this.spec = spec;
+    this.#child = new Deno.Command(opts.denoPath ?? Deno.execPath(), {
+      args: sandboxFlags(spec),
+      cwd: spec.cwd,
+      clearEnv: true,
+      env: { ...spec.env },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    this.#writer = this.#child.stdin.getWriter();
+    let markReady!: () => void;
+    this.ready = new Promise((r) => (markReady = r));
+    this.#readStdout(markReady);
+    this.#readStderr(opts.onStderr ?? ((line) => console.error(`[sandbox] ${line}`)));
+    this.exited = this.#child.status.then((status) => {
+      this.#alive = false;
+      const why = this.#exitReason ||
+        `the sandbox process exited (code ${status.code}${status.signal ? `, ${status.signal}` : ""})`;
+      markReady();
+      for (const [id, p] of this.#pending) {
+        clearTimeout(p.timer);
+        p.reject(new PmlError("SANDBOX_CRASHED", `Tool call failed: ${why}`));
+        this.#pending.delete(id);
+      }
+    });
+  }
+
+  /** Process id (for tests that count processes). */
+  get pid(): number {
+    return this.#child.pid;
+  }
+
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  /** Number of calls in flight. */
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * Runs `ns.action(args)` in the sandbox. A call that exceeds `timeoutMs` kills the process (a
+   * busy loop cannot be interrupted otherwise) and fails with `SANDBOX_TIMEOUT`.
+   */
+  call(
+    req: { ns: string; action: string; args: unknown; workspace: string },
+    opts: { timeoutMs?: number; onMcp?: McpHandler } = {},
+  ): Promise<unknown> {
+    if (!this.#alive) {
+      return Promise.reject(new PmlError("SANDBOX_CRASHED", "Tool call failed: sandbox is not running"));
+    }
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      const pending: Pending = { resolve, reject, onMcp: opts.onMcp };
+      if (opts.timeoutMs) {
+        pending.timer = setTimeout(() => {
+          this.#exitReason = `"${req.ns}:${req.action}" timed out after ${opts.timeoutMs} ms`;
+          this.#pending.delete(id);
+          reject(
+            new PmlError(
+              "SANDBOX_TIMEOUT",
+              `Tool "${req.ns}:${req.action}" timed out after ${opts.timeoutMs} ms; its sandbox was killed`,
+            ),
+          );
+          this.kill();
+        }, opts.timeoutMs);
+      }
+      this.#pending.set(id, pending);
+      this.#send({
+        t: "call",
+        id,
+        ns: req.ns,
+        action: req.action,
+        args: req.args,
+        ctx: { workspace: req.workspace },
+      });
+    });
+  }
+
+  /** Kills the process (SIGKILL). Calls in flight fail. */
+  kill(): void {
+    if (!this.#alive) return;
+    this.#alive = false;
+    try {
+      this.#child.kill("SIGKILL");
+    } catch { /* already gone */ }
+  }
+
+  /** Kills the process and waits for it to be reaped. */
+  async close(): Promise<void> {
+    this.#exitReason ||= "the gateway is shutting down";
+    this.kill();
+    await this.exited;
+  }
+
+  #send(message: HostMessage): void {
+    this.#writer.write(encoder.encode(JSON.stringify(message) + "\n")).catch(() => {});
+  }
+
+  async #readStdout(markReady: () => void): Promise<void> {
+    const decoder = new TextDecoder();
+    let buffered = "";
+    try {
+      for await (const chunk of this.#child.stdout) {
+        buffered += decoder.decode(chunk, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          let msg: SandboxMessage;
+          try {
+            msg = JSON.parse(line);
+          } catch {
+            continue;
+          }
+          if (msg.t === "ready") markReady();
+          else this.#onMessage(msg);
+        }
+      }
+    } catch { /* process gone */ }
+  }
+
+  async #readStderr(onLine: (line: string) => void): Promise<void> {
+    const decoder = new TextDecoder();
+    let buffered = "";
+    try {
+      for await (const chunk of this.#child.stderr) {
+        buffered += decoder.decode(chunk, { stream: true });
+        const lines = buffered.split("\n");
+        buffered = lines.pop() ?? "";
+        for (const line of lines) if (line.trim()) onLine(line);
+      }
+    } catch { /* process gone */ }
+  }
+
+  #onMessage(msg: Exclude<SandboxMessage, { t: "ready" }>): void {
+    if (msg.t === "result") {
+      const p = this.#pending.get(msg.id);
+      if (!p) return;
+      this.#pending.delete(msg.id);
+      clearTimeout(p.timer);
+      if (msg.ok) p.resolve(msg.value);
+      else p.reject(new SandboxError(msg.error));
+      return;
+    }
+    if (msg.t === "mcp") {
+      const p = this.#pending.get(msg.callId);
+      const reply = (ok: boolean, valueOrError: unknown) =>
+        this.#send(
+          ok
+            ? { t: "mcp_result", id: msg.id, ok: true, value: valueOrError }
+            : { t: "mcp_result", id: msg.id, ok: false, error: valueOrError as WireError },
+        );
+      if (!p?.onMcp) {
+        reply(false, { name: "Error", message: `mcp.${msg.tool} is not available here` });
+        return;
+      }
+      p.onMcp(msg.tool, msg.args).then(
+        (value) => reply(true, value ?? null),
+        (err) =>
+          reply(false, {
+            name: "Error",
+            message: err instanceof Error ? err.message : String(err),
+            code: (err as { code?: string }).code,
+          }),
+      );
+    }
+  }
+}

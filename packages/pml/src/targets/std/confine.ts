@@ -1,0 +1,70 @@
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { PmlError } from "../../errors.ts";
+
+/** Roots a local tool may touch: the workspace plus the extra grants of `.pml.json`. */
+export interface PathRoots {
+  readonly workspace: string;
+  readonly read: readonly string[];
+  readonly write: readonly string[];
+}
+
+function inside(path: string, root: string): boolean {
+  const rel = relative(root, path);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel) && !rel.startsWith(sep));
+}
+
+/**
+ * Real path of `path`, or for a path that does not exist yet, the real path of its nearest existing
+ * ancestor joined with the rest. A dangling symbolic link is refused (writing through it would
+ * create a file wherever it points).
+ */
+export function realPathForAccess(path: string): string {
+  const missing: string[] = [];
+  let current = path;
+  for (;;) {
+    try {
+      const real = Deno.realPathSync(current);
+      return missing.length ? join(real, ...missing.reverse()) : real;
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+      let isLink = false;
+      try {
+        isLink = Deno.lstatSync(current).isSymlink;
+      } catch { /* does not exist at all */ }
+      if (isLink) {
+        throw new PmlError("PATH_OUTSIDE_WORKSPACE", `"${current}" is a symbolic link to a missing target`);
+      }
+      const parent = dirname(current);
+      if (parent === current) return path;
+      missing.push(basename(current));
+      current = parent;
+    }
+  }
+}
+
+/**
+ * Resolves a path argument of a local tool and checks that it stays inside the workspace (or an
+ * extra grant for that kind of access), symbolic links included. Returns the absolute real path.
+ *
+ * @example
+ * ```ts
+ * confinePath("src/a.ts", "read", { workspace: "/p", read: [], write: [] }); // "/p/src/a.ts"
+ * ```
+ */
+export function confinePath(input: unknown, access: "read" | "write", roots: PathRoots): string {
+  if (typeof input !== "string" || input === "") {
+    throw new TypeError("Path argument must be a non-empty string");
+  }
+  if (input.includes("\0")) throw new TypeError(`Path "${input.replace(/\0/g, "\\0")}" contains a NUL byte`);
+  const verb = access === "read" ? "read" : "write";
+  const absolute = resolve(roots.workspace, input);
+  const real = realPathForAccess(absolute);
+  const grants = access === "read" ? [...roots.read, ...roots.write] : roots.write;
+  if (inside(real, roots.workspace) || grants.some((g) => inside(real, g))) return real;
+  const via = real !== absolute ? ` (it resolves to "${real}")` : "";
+  throw new PmlError(
+    "PATH_OUTSIDE_WORKSPACE",
+    `Cannot ${verb} "${input}": path is outside the workspace "${roots.workspace}"${via}`,
+    { details: { path: input, resolved: real } },
+  );
+}

@@ -1,0 +1,72 @@
+import type { CallToolResult } from "../sdk/types.ts";
+import type { Routing } from "../routing/routing.ts";
+
+/** One tool as `tools/list` shows it, keyed by tool id (`ns:action`). */
+export interface ToolInfo {
+  readonly id: string;
+  readonly description: string;
+  readonly inputSchema: Record<string, unknown>;
+  readonly routing: Routing;
+}
+
+/** A resolved call: tool id split into namespace and action, arguments as an object. */
+export interface ToolCall {
+  readonly toolId: string;
+  readonly ns: string;
+  readonly action: string;
+  readonly args: Record<string, unknown>;
+}
+
+/** What a target may use while running a call. */
+export interface CallContext {
+  /** Runs a nested `mcp.ns.action(args)` call through the whole pipeline (permission, routing). */
+  readonly callTool: (toolId: string, args: unknown) => Promise<unknown>;
+  /** Reports progress to the client, when it asked for it. */
+  readonly progress?: (progress: number, total?: number, message?: string) => Promise<void>;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Where a call runs (DESIGN §8). Implementations are named by mechanism: `StdTarget` (built-in
+ * tools in a sandbox), `DenoModuleTarget`, `StdioTarget`, `CloudTarget`.
+ */
+export interface Target {
+  readonly name: string;
+  /** Tools to show in `tools/list` for the given namespaces (`undefined`: all it knows). */
+  listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]>;
+  /** True when this target runs `toolId`. */
+  provides(toolId: string): Promise<boolean>;
+  call(call: ToolCall, ctx: CallContext): Promise<CallToolResult>;
+  /** Stops every process the target started. */
+  close(): Promise<void>;
+}
+
+/**
+ * Wraps a module's return value as a `CallToolResult` (DESIGN §7): a result that already is one is
+ * passed through; a string becomes text; anything else becomes JSON text plus `structuredContent`.
+ */
+export function toCallToolResult(value: unknown): CallToolResult {
+  if (
+    value && typeof value === "object" && !Array.isArray(value) &&
+    Array.isArray((value as { content?: unknown }).content)
+  ) {
+    return value as CallToolResult;
+  }
+  if (typeof value === "string") return { content: [{ type: "text", text: value }] };
+  const structured = value && typeof value === "object" && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : { result: value ?? null };
+  return {
+    content: [{ type: "text", text: JSON.stringify(value ?? null) }],
+    structuredContent: structured,
+  };
+}
+
+/** A tool failure as a result the agent can read (`isError: true`). */
+export function errorResult(message: string, structured?: Record<string, unknown>): CallToolResult {
+  return {
+    content: [{ type: "text", text: message }],
+    isError: true,
+    ...(structured ? { structuredContent: structured } : {}),
+  };
+}
