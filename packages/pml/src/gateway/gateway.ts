@@ -179,6 +179,7 @@ export class Gateway {
         callTool: (id, a) => this.#nested(id, a, channel),
         progress: channel.progress,
         signal: channel.signal,
+        ask: (request, resume) => this.#deps.approvals.ask(request, resume, channel.elicit),
       });
     } catch (err) {
       return errorResult(`"${toolId}" failed: ${errorMessage(err)}`);

@@ -1,4 +1,5 @@
 import type { CallToolResult } from "../sdk/types.ts";
+import type { ApprovalRequest, Resume } from "../permission/approvals.ts";
 import type { Routing } from "../routing/routing.ts";
 
 /** One tool as `tools/list` shows it, keyed by tool id (`ns:action`). */
@@ -24,6 +25,12 @@ export interface CallContext {
   /** Reports progress to the client, when it asked for it. */
   readonly progress?: (progress: number, total?: number, message?: string) => Promise<void>;
   readonly signal?: AbortSignal;
+  /**
+   * Asks the human (a `dependency`, `integrity` or `api_key_required` approval): through
+   * elicitation inside this call when the client supports it, otherwise the call returns the
+   * `approval_required` result and `resume` runs when the agent answers with `pml:continue`.
+   */
+  readonly ask: (request: ApprovalRequest, resume: Resume) => Promise<CallToolResult>;
 }
 
 /**
