@@ -19,7 +19,12 @@ export interface InitOptions {
 }
 
 /** BYOK variables offered to cloud tools by default (names only; values stay in the environment). */
-export const DEFAULT_BYOK_ENV = ["TAVILY_API_KEY", "EXA_API_KEY", "GITHUB_TOKEN", "SLACK_BOT_TOKEN"];
+export const DEFAULT_BYOK_ENV = [
+  "TAVILY_API_KEY",
+  "EXA_API_KEY",
+  "GITHUB_TOKEN",
+  "SLACK_BOT_TOKEN",
+];
 
 /** The `mcpServers.pml` entry of `.mcp.json`. The API key never appears in it, only `${PML_API_KEY}`. */
 export function pmlServerEntry(opts: InitOptions, port: number): Record<string, unknown> {
@@ -103,7 +108,9 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
 
   if (apiKey) {
     const where = await saveApiKey(pmlHome, apiKey);
-    io.stdout(`Stored the API key in ${where} (mode 600); PML_API_KEY in the environment overrides it\n`);
+    io.stdout(
+      `Stored the API key in ${where} (mode 600); PML_API_KEY in the environment overrides it\n`,
+    );
   } else if (!io.env.PML_API_KEY) {
     io.stdout("No API key: local-only mode (cloud tools need PML_API_KEY)\n");
   }

@@ -65,7 +65,10 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         return 0;
       }
       case "status": {
-        const { values } = parseArgs({ args: rest, options: { json: { type: "boolean", default: false } } });
+        const { values } = parseArgs({
+          args: rest,
+          options: { json: { type: "boolean", default: false } },
+        });
         return runStatus(io, { json: values.json });
       }
       case "version":

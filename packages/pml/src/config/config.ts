@@ -29,7 +29,11 @@ export interface Config {
   /** Names of BYOK variables the user makes available to cloud tools. */
   readonly byokEnv: readonly string[];
   /** Extra sandbox grants (absolute real paths; net hosts). */
-  readonly sandbox: { readonly read: readonly string[]; readonly write: readonly string[]; readonly net: readonly string[] };
+  readonly sandbox: {
+    readonly read: readonly string[];
+    readonly write: readonly string[];
+    readonly net: readonly string[];
+  };
   readonly port: number;
   /** `~/.pml`: Deno module cache (`DENO_DIR`) and routing cache. */
   readonly pmlHome: string;
@@ -70,7 +74,10 @@ export function parsePmlFile(
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new PmlError("CONFIG_INVALID", `Invalid ${path}: not valid JSON (${(err as Error).message})`);
+    throw new PmlError(
+      "CONFIG_INVALID",
+      `Invalid ${path}: not valid JSON (${(err as Error).message})`,
+    );
   }
   let expanded: unknown;
   try {

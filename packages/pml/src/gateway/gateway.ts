@@ -173,7 +173,12 @@ export class Gateway {
     channel: CallChannel,
   ): Promise<CallToolResult> {
     const colon = toolId.indexOf(":");
-    const call: ToolCall = { toolId, ns: toolId.slice(0, colon), action: toolId.slice(colon + 1), args };
+    const call: ToolCall = {
+      toolId,
+      ns: toolId.slice(0, colon),
+      action: toolId.slice(colon + 1),
+      args,
+    };
     try {
       return await target.call(call, {
         callTool: (id, a) => this.#nested(id, a, channel),
@@ -207,7 +212,9 @@ export class Gateway {
     const id = args.workflow_id;
     const decision = args.decision;
     if (typeof id !== "string" || !["yes", "always", "no"].includes(decision as string)) {
-      return errorResult(`pml:continue needs {"workflow_id": string, "decision": "yes"|"always"|"no"}`);
+      return errorResult(
+        `pml:continue needs {"workflow_id": string, "decision": "yes"|"always"|"no"}`,
+      );
     }
     try {
       return await this.#deps.approvals.continue(id, decision as ApprovalDecision);

@@ -28,39 +28,54 @@ export function createMcpServer(gateway: Gateway): Server {
     { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await gateway.listTools() }));
+  server.setRequestHandler(
+    ListToolsRequestSchema,
+    async () => ({ tools: await gateway.listTools() }),
+  );
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const elicit: Elicit | undefined = server.getClientCapabilities()?.elicitation
-      ? async (req) => {
-        const answer = await extra.sendRequest(
-          {
-            method: "elicitation/create",
-            params: { message: req.description, requestedSchema: DECISION_SCHEMA },
-          },
-          ElicitResultSchema,
-          { timeout: 10 * 60 * 1000 },
-        );
-        const decision = answer.action === "accept" ? answer.content?.decision : "no";
-        return (["yes", "always", "no"].includes(decision as string) ? decision : "no") as ApprovalDecision;
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    async (request, extra): Promise<CallToolResult> => {
+      const elicit: Elicit | undefined = server.getClientCapabilities()?.elicitation
+        ? async (req) => {
+          const answer = await extra.sendRequest(
+            {
+              method: "elicitation/create",
+              params: { message: req.description, requestedSchema: DECISION_SCHEMA },
+            },
+            ElicitResultSchema,
+            { timeout: 10 * 60 * 1000 },
+          );
+          const decision = answer.action === "accept" ? answer.content?.decision : "no";
+          return (["yes", "always", "no"].includes(decision as string)
+            ? decision
+            : "no") as ApprovalDecision;
+        }
+        : undefined;
+      const token = request.params._meta?.progressToken;
+      const channel: CallChannel = {
+        elicit,
+        signal: extra.signal,
+        progress: token === undefined
+          ? undefined
+          : (progress, total, message) =>
+            extra.sendNotification({
+              method: "notifications/progress",
+              params: { progressToken: token, progress, total, message },
+            }),
+      };
+      try {
+        return await gateway.callTool(request.params.name, request.params.arguments, channel);
+      } catch (err) {
+        if (isPmlError(err, "UNKNOWN_TOOL")) {
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            err.message,
+          );
+        }
+        throw err;
       }
-      : undefined;
-    const token = request.params._meta?.progressToken;
-    const channel: CallChannel = {
-      elicit,
-      signal: extra.signal,
-      progress: token === undefined ? undefined : (progress, total, message) =>
-        extra.sendNotification({
-          method: "notifications/progress",
-          params: { progressToken: token, progress, total, message },
-        }),
-    };
-    try {
-      return await gateway.callTool(request.params.name, request.params.arguments, channel);
-    } catch (err) {
-      if (isPmlError(err, "UNKNOWN_TOOL")) throw new McpError(ErrorCode.InvalidParams, err.message);
-      throw err;
-    }
-  });
+    },
+  );
   return server;
 }

@@ -11,7 +11,10 @@ import { createMcpServer } from "../gateway/mcp_server.ts";
  */
 export async function serveStdio(
   gateway: Gateway,
-  io: { stdin?: NodeJS.ReadableStream & { on: typeof process.stdin.on }; stdout?: typeof process.stdout } = {},
+  io: {
+    stdin?: NodeJS.ReadableStream & { on: typeof process.stdin.on };
+    stdout?: typeof process.stdout;
+  } = {},
 ): Promise<void> {
   const stdin = (io.stdin ?? process.stdin) as typeof process.stdin;
   const stdout = io.stdout ?? process.stdout;

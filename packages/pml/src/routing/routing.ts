@@ -43,7 +43,8 @@ export function createRoutingResolver(table: RoutingTable = EMBEDDED_ROUTING): R
   return {
     table,
     routeOf,
-    resolveRouting: (toolsUsed) => toolsUsed.some((t) => routeOf(t) === "client") ? "client" : "server",
+    resolveRouting: (toolsUsed) =>
+      toolsUsed.some((t) => routeOf(t) === "client") ? "client" : "server",
   };
 }
 

@@ -41,12 +41,14 @@ function mcpProxy(callId: number): unknown {
     get: (_, ns) =>
       typeof ns !== "string" ? undefined : new Proxy({}, {
         get: (_, action) =>
-          typeof action !== "string" ? undefined : (args: unknown = {}) =>
-            new Promise((resolve, reject) => {
-              const id = nextMcpId++;
-              pendingMcp.set(id, { resolve, reject });
-              send({ t: "mcp", id, callId, tool: `${ns}:${action}`, args });
-            }),
+          typeof action !== "string"
+            ? undefined
+            : (args: unknown = {}) =>
+              new Promise((resolve, reject) => {
+                const id = nextMcpId++;
+                pendingMcp.set(id, { resolve, reject });
+                send({ t: "mcp", id, callId, tool: `${ns}:${action}`, args });
+              }),
       }),
   });
 }

@@ -1,4 +1,4 @@
-import { type SandboxSpec, SandboxProcess, sandboxFlags } from "./sandbox_process.ts";
+import { sandboxFlags, SandboxProcess, type SandboxSpec } from "./sandbox_process.ts";
 
 /**
  * Warm sandbox processes, one per permission set (the spec's flags and env). A process that died

@@ -20,7 +20,9 @@ export interface SandboxSpec {
 /** Deno flags for a spec: least privilege, no prompts, no config or lockfile from the workspace. */
 export function sandboxFlags(spec: SandboxSpec): string[] {
   for (const p of [...spec.read, ...spec.write]) {
-    if (p.includes(",")) throw new PmlError("SANDBOX_SPEC", `Cannot grant "${p}": path contains a comma`);
+    if (p.includes(",")) {
+      throw new PmlError("SANDBOX_SPEC", `Cannot grant "${p}": path contains a comma`);
+    }
   }
   const flags = ["run", "--no-prompt", "--no-config", "--no-lock", "--no-remote", "--quiet"];
   flags.push(`--v8-flags=--max-old-space-size=${spec.maxHeapMb ?? 256}`);
@@ -67,7 +69,10 @@ export class SandboxProcess {
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
-  constructor(spec: SandboxSpec, opts: { denoPath?: string; onStderr?: (line: string) => void } = {}) {
+  constructor(
+    spec: SandboxSpec,
+    opts: { denoPath?: string; onStderr?: (line: string) => void } = {},
+  ) {
     this.spec = spec;
     this.#child = new Deno.Command(opts.denoPath ?? Deno.execPath(), {
       args: sandboxFlags(spec),
@@ -86,7 +91,9 @@ export class SandboxProcess {
     this.exited = this.#child.status.then((status) => {
       this.#alive = false;
       const why = this.#exitReason ||
-        `the sandbox process exited (code ${status.code}${status.signal ? `, ${status.signal}` : ""})`;
+        `the sandbox process exited (code ${status.code}${
+          status.signal ? `, ${status.signal}` : ""
+        })`;
       markReady();
       for (const [id, p] of this.#pending) {
         clearTimeout(p.timer);
@@ -119,7 +126,9 @@ export class SandboxProcess {
     opts: { timeoutMs?: number; onMcp?: McpHandler } = {},
   ): Promise<unknown> {
     if (!this.#alive) {
-      return Promise.reject(new PmlError("SANDBOX_CRASHED", "Tool call failed: sandbox is not running"));
+      return Promise.reject(
+        new PmlError("SANDBOX_CRASHED", "Tool call failed: sandbox is not running"),
+      );
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {

@@ -32,7 +32,10 @@ export function realPathForAccess(path: string): string {
         isLink = Deno.lstatSync(current).isSymlink;
       } catch { /* does not exist at all */ }
       if (isLink) {
-        throw new PmlError("PATH_OUTSIDE_WORKSPACE", `"${current}" is a symbolic link to a missing target`);
+        throw new PmlError(
+          "PATH_OUTSIDE_WORKSPACE",
+          `"${current}" is a symbolic link to a missing target`,
+        );
       }
       const parent = dirname(current);
       if (parent === current) return path;
@@ -55,7 +58,9 @@ export function confinePath(input: unknown, access: "read" | "write", roots: Pat
   if (typeof input !== "string" || input === "") {
     throw new TypeError("Path argument must be a non-empty string");
   }
-  if (input.includes("\0")) throw new TypeError(`Path "${input.replace(/\0/g, "\\0")}" contains a NUL byte`);
+  if (input.includes("\0")) {
+    throw new TypeError(`Path "${input.replace(/\0/g, "\\0")}" contains a NUL byte`);
+  }
   const verb = access === "read" ? "read" : "write";
   const absolute = resolve(roots.workspace, input);
   const real = realPathForAccess(absolute);

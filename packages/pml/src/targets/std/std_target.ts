@@ -12,9 +12,9 @@ import {
   type CallContext,
   errorResult,
   type Target,
+  toCallToolResult,
   type ToolCall,
   type ToolInfo,
-  toCallToolResult,
 } from "../target.ts";
 import { confinePath, type PathRoots } from "./confine.ts";
 
@@ -77,7 +77,9 @@ export class StdTarget implements Target {
     const tools: ToolInfo[] = [];
     for (const [ns, mod] of Object.entries(STD_MODULES)) {
       if (namespaces && !namespaces.has(ns)) continue;
-      for (const [action, meta] of Object.entries(mod.__meta__.tools as Record<string, StdToolMeta>)) {
+      for (
+        const [action, meta] of Object.entries(mod.__meta__.tools as Record<string, StdToolMeta>)
+      ) {
         const id = `${ns}:${action}`;
         tools.push({
           id,
@@ -106,7 +108,15 @@ export class StdTarget implements Target {
     const readRoots = [workspace, ...sandbox.read, ...sandbox.write];
     switch (access) {
       case "read":
-        return { entry: ENTRY, read: readRoots, write: [], net: [], run: false, env: base, cwd: workspace };
+        return {
+          entry: ENTRY,
+          read: readRoots,
+          write: [],
+          net: [],
+          run: false,
+          env: base,
+          cwd: workspace,
+        };
       case "write":
         return {
           entry: ENTRY,
@@ -142,7 +152,11 @@ export class StdTarget implements Target {
     try {
       for (const name of meta.paths) {
         if (args[name] === undefined) continue;
-        args[name] = confinePath(args[name], meta.access === "read" ? "read" : "write", this.#roots);
+        args[name] = confinePath(
+          args[name],
+          meta.access === "read" ? "read" : "write",
+          this.#roots,
+        );
       }
     } catch (err) {
       if (isPmlError(err, "PATH_OUTSIDE_WORKSPACE")) {

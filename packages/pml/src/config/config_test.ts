@@ -1,0 +1,104 @@
+import { assert, assertEquals, assertMatch, assertThrows } from "../testing/assert.ts";
+import { join } from "node:path";
+import { PmlError } from "../errors.ts";
+import { tempWorkspace } from "../testing/workspace.ts";
+import { DEFAULT_PERMISSIONS } from "./defaults.ts";
+import { loadConfig } from "./config.ts";
+import { resolveWorkspace } from "./workspace.ts";
+
+Deno.test("workspace: PML_WORKSPACE wins", async () => {
+  await using ws = tempWorkspace();
+  const r = resolveWorkspace({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.root });
+  assertEquals(r, { path: ws.dir, source: "env" });
+});
+
+Deno.test("workspace: unexpanded ${workspaceFolder} is ignored, nearest marker is used", async () => {
+  await using ws = tempWorkspace();
+  const sub = join(ws.dir, "a", "b");
+  Deno.mkdirSync(sub, { recursive: true });
+  const r = resolveWorkspace({ env: { PML_WORKSPACE: "${workspaceFolder}" }, cwd: sub });
+  assertEquals(r, { path: ws.dir, source: "marker" });
+});
+
+Deno.test("workspace: falls back to cwd with a warning", async () => {
+  await using ws = tempWorkspace();
+  const bare = join(ws.root, "bare");
+  Deno.mkdirSync(bare);
+  const r = resolveWorkspace({ env: {}, cwd: bare });
+  // A marker may exist above the temp dir on some machines; only the fallback has a warning.
+  if (r.source === "cwd") {
+    assertEquals(r.path, bare);
+    assertMatch(r.warning!, /no project root found/);
+  }
+});
+
+Deno.test("workspace: PML_WORKSPACE that does not exist is a clear error", () => {
+  assertThrows(
+    () => resolveWorkspace({ env: { PML_WORKSPACE: "/no/such/dir" }, cwd: "/" }),
+    TypeError,
+    'PML_WORKSPACE "/no/such/dir" does not exist',
+  );
+});
+
+Deno.test("config: defaults without .pml.json", async () => {
+  await using ws = tempWorkspace();
+  const c = loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir, home: ws.home });
+  assertEquals(c.hasConfigFile, false);
+  assertEquals(c.permissions, DEFAULT_PERMISSIONS);
+  assertEquals(c.apiKey, undefined);
+  assertEquals(c.pmlHome, join(ws.home, ".pml"));
+});
+
+Deno.test("config: .pml.json is the only source of permissions, ${VAR} expanded", async () => {
+  await using ws = tempWorkspace({
+    cloudUrl: "${CLOUD}/",
+    permissions: { allow: ["json"], deny: ["shell"] },
+    sandbox: { read: ["${EXTRA}"] },
+  });
+  const extra = join(ws.root, "extra");
+  Deno.mkdirSync(extra);
+  const c = loadConfig({
+    env: { PML_WORKSPACE: ws.dir, CLOUD: "http://127.0.0.1:9", EXTRA: extra },
+    cwd: ws.dir,
+    home: ws.home,
+  });
+  assertEquals(c.cloudUrl, "http://127.0.0.1:9");
+  assertEquals(c.permissions, { allow: ["json"], ask: [], deny: ["shell"] });
+  assertEquals(c.sandbox.read, [extra]);
+});
+
+Deno.test("config: invalid file names the file, the field and what was expected", async () => {
+  for (
+    const [content, field, expected] of [
+      [{ permissions: { allow: "json" } }, "permissions.allow", /expected array/],
+      [{ permissions: { allow: ["bad pattern!"] } }, "permissions.allow.0", /tool pattern/],
+      [{ cloudUrl: "not a url" }, "cloudUrl", /URL/],
+      [{ port: 70000 }, "port", /65535/],
+      [{ permisions: {} }, "(top level)", /permisions/],
+    ] as const
+  ) {
+    await using ws = tempWorkspace(content);
+    const err = assertThrows(() => loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir }));
+    assert(err instanceof PmlError);
+    assertEquals(err.code, "CONFIG_INVALID");
+    assert(err.message.includes(join(ws.dir, ".pml.json")), err.message);
+    assert(err.message.includes(`"${field}"`), err.message);
+    assertMatch(err.message, expected);
+  }
+});
+
+Deno.test("config: broken JSON and unset variables are clear errors", async () => {
+  await using ws = tempWorkspace();
+  ws.write(".pml.json", "{ not json");
+  assertThrows(
+    () => loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir }),
+    PmlError,
+    "not valid JSON",
+  );
+  ws.write(".pml.json", JSON.stringify({ cloudUrl: "${NOPE_NOT_SET}" }));
+  assertThrows(
+    () => loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir }),
+    PmlError,
+    'environment variable "NOPE_NOT_SET" is not set',
+  );
+});

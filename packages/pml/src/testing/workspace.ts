@@ -1,0 +1,116 @@
+/**
+ * Test helpers: a temporary workspace and an in-memory MCP client connected to a gateway.
+ * Only tests import this folder.
+ */
+import { join } from "node:path";
+import { type Config, loadConfig } from "../config/config.ts";
+import { createGateway, type GatewayOptions } from "../gateway/create_gateway.ts";
+import type { Gateway } from "../gateway/gateway.ts";
+import { createMcpServer } from "../gateway/mcp_server.ts";
+import { Client } from "../sdk/client.ts";
+import { InMemoryTransport } from "../sdk/in_memory.ts";
+import { ElicitRequestSchema } from "../sdk/types.ts";
+
+/** A temporary project folder (with `.git`) and a separate PML home. Removed by `dispose`. */
+export interface TempWorkspace {
+  readonly root: string;
+  readonly dir: string;
+  readonly home: string;
+  write(rel: string, text: string): string;
+  read(rel: string): string;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Creates a workspace `<tmp>/ws` (real path) with the given `.pml.json` (none if undefined). */
+export function tempWorkspace(pmlJson?: unknown): TempWorkspace {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-test-" }));
+  const dir = join(root, "ws");
+  const home = join(root, "home");
+  Deno.mkdirSync(join(dir, ".git"), { recursive: true });
+  Deno.mkdirSync(home);
+  if (pmlJson !== undefined) {
+    Deno.writeTextFileSync(join(dir, ".pml.json"), JSON.stringify(pmlJson, null, 2));
+  }
+  return {
+    root,
+    dir,
+    home,
+    write(rel, text) {
+      const path = join(dir, rel);
+      Deno.mkdirSync(join(path, ".."), { recursive: true });
+      Deno.writeTextFileSync(path, text);
+      return path;
+    },
+    read: (rel) => Deno.readTextFileSync(join(dir, rel)),
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(root, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** The config a `pml` started in `ws` would load (PML_HOME inside the temp root). */
+export function testConfig(ws: TempWorkspace, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, PML_WORKSPACE: ws.dir, ...env },
+    cwd: ws.dir,
+    home: ws.home,
+  });
+}
+
+type Decision = "yes" | "always" | "no";
+
+/** An SDK client connected in memory to a gateway; `elicit` answers elicitation if given. */
+export async function connectClient(
+  gateway: Gateway,
+  opts: { elicit?: (message: string) => Decision | "decline" } = {},
+): Promise<Client & AsyncDisposable> {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const server = createMcpServer(gateway);
+  await server.connect(serverSide);
+  const client = new Client(
+    { name: "test", version: "1" },
+    { capabilities: opts.elicit ? { elicitation: {} } : {} },
+  );
+  if (opts.elicit) {
+    const elicit = opts.elicit;
+    client.setRequestHandler(ElicitRequestSchema, (req) => {
+      const answer = elicit(req.params.message);
+      return answer === "decline"
+        ? { action: "decline" }
+        : { action: "accept", content: { decision: answer } };
+    });
+  }
+  await client.connect(clientSide);
+  return Object.assign(client, {
+    async [Symbol.asyncDispose]() {
+      await client.close();
+      await server.close();
+    },
+  });
+}
+
+/** A gateway for `ws` (closed by the caller), plus a client. */
+export async function gatewayFor(
+  ws: TempWorkspace,
+  opts: GatewayOptions & {
+    env?: Record<string, string>;
+    elicit?: (m: string) => Decision | "decline";
+  } = {},
+): Promise<{ gateway: Gateway; client: Client } & AsyncDisposable> {
+  const gateway = createGateway(testConfig(ws, opts.env), { prewarm: false, ...opts });
+  const client = await connectClient(gateway, { elicit: opts.elicit });
+  return {
+    gateway,
+    client,
+    async [Symbol.asyncDispose]() {
+      await client.close();
+      await gateway.close();
+    },
+  };
+}
+
+/** The text of a tool result. */
+export function textOf(result: unknown): string {
+  const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
+  return content.map((c) => c.text ?? "").join("");
+}
