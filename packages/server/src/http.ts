@@ -1,0 +1,87 @@
+/**
+ * HTTP plumbing shared by the routes: JSON responses, the `HttpError` that routes throw for
+ * client errors, bounded body reading and `If-None-Match` matching.
+ *
+ * @module
+ */
+
+/** A client error with its status, a stable `error` code and a message for humans. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "HttpError";
+  }
+}
+
+/** A JSON response (`Content-Type: application/json`). */
+export function jsonResponse(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+/** The `{"error","message",…}` body of an {@link HttpError}. */
+export function errorResponse(error: HttpError): Response {
+  return jsonResponse(
+    error.status,
+    { error: error.code, message: error.message, ...error.extra },
+    error.headers,
+  );
+}
+
+/**
+ * Reads the whole request body, refusing more than `maxBytes` (by `Content-Length` first, then
+ * while streaming, so a lying or absent header does not help).
+ *
+ * @throws {HttpError} 413 `payload_too_large`.
+ */
+export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const tooLarge = () =>
+    new HttpError(413, "payload_too_large", `Request body is larger than ${maxBytes} bytes`);
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > maxBytes) {
+    await request.body?.cancel();
+    throw tooLarge();
+  }
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+/** True when an `If-None-Match` header value names `etag` (weak or strong) or is `*`. */
+export function etagMatches(ifNoneMatch: string | null, etag: string): boolean {
+  if (ifNoneMatch === null) return false;
+  return ifNoneMatch.split(",").some((candidate) => {
+    const tag = candidate.trim();
+    return tag === "*" || tag === etag || tag === `W/${etag}`;
+  });
+}

@@ -1,0 +1,26 @@
+/**
+ * `GET /health`: 200 when the store answers, 503 otherwise. For load balancer probes.
+ *
+ * @module
+ */
+import { jsonResponse } from "../http.ts";
+import type { Store } from "../store/store.ts";
+
+/** Server package version reported by `/health`. */
+export const SERVER_VERSION = "0.1.0";
+
+/** Pings the store and reports `{status, store, version}`. */
+export async function serveHealth(store: Store): Promise<Response> {
+  const headers = { "cache-control": "no-store" };
+  try {
+    await store.ping();
+    return jsonResponse(200, { status: "ok", store: store.kind, version: SERVER_VERSION }, headers);
+  } catch (error) {
+    return jsonResponse(503, {
+      status: "error",
+      store: store.kind,
+      version: SERVER_VERSION,
+      message: `Store "${store.kind}" does not answer: ${(error as Error).message}`,
+    }, headers);
+  }
+}
