@@ -40,6 +40,8 @@ export interface FnInfo {
   /** Argument taint of calls seen before the body was walked (hoisted declarations). */
   pending: TSet;
   pendingLoop: boolean;
+  /** Walks a hoisted declaration on its first call, when that call precedes the declaration. */
+  lazy?: () => void;
 }
 
 export function newFnInfo(): FnInfo {

@@ -171,10 +171,12 @@ export function call(node: Node, ctx: Ctx, st: State): Val {
   for (const f of fns) out = union(out, walkFunction(f, ctx, st, { t: input }, iter, null));
   for (const v of vals) {
     if (!v.fn) continue;
+    v.fn.lazy?.();
     st.graph.applyCall(v.fn, union(input, guard), iter);
     out = union(out, v.fn.ret);
   }
   if (fnVal.fn) {
+    fnVal.fn.lazy?.();
     st.graph.applyCall(fnVal.fn, union(argT, guard), ctx.loop);
     out = union(out, fnVal.fn.ret);
   }

@@ -113,8 +113,9 @@ export function visit(node: Node | null | undefined, ctx: Ctx, st: State): Val {
     case "ClassPrivateMethod":
       return functionValue(node, ctx, st);
     case "FunctionDeclaration": {
-      const fn = (node.id && ctx.scope.lookup(node.id.name!)?.val.fn) ?? newFnInfo();
-      walkFunction(node, ctx, st, NONE, ctx.loop, fn);
+      const fn = node.id && ctx.scope.lookup(node.id.name!)?.val.fn;
+      if (fn) fn.lazy?.(); // walked now unless an earlier call already did
+      else walkFunction(node, ctx, st, NONE, ctx.loop, newFnInfo());
       return NONE;
     }
     case "VariableDeclaration":
@@ -173,11 +174,19 @@ function generic(node: Node, ctx: Ctx, st: State): Val {
   return t.size > 0 ? { t } : NONE;
 }
 
-/** A statement list with hoisted function declarations. */
+/**
+ * A statement list. Function declarations are hoisted: each is walked in place, or at its first
+ * call if that comes earlier, with the bindings that exist at that point.
+ */
 export function statements(list: Node[], ctx: Ctx, st: State): void {
   for (const s of list) {
     if (s.type === "FunctionDeclaration" && s.id) {
-      ctx.scope.vars.set(s.id.name!, { val: { t: NO_TAINT, fn: newFnInfo() } });
+      const fn = newFnInfo();
+      fn.lazy = () => {
+        fn.lazy = undefined;
+        walkFunction(s, ctx, st, NONE, ctx.loop, fn);
+      };
+      ctx.scope.vars.set(s.id.name!, { val: { t: NO_TAINT, fn } });
     }
   }
   for (const s of list) visit(s, ctx, st);

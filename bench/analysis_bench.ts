@@ -1,0 +1,67 @@
+/**
+ * Static analysis of a 50-line `pml:execute` snippet, against the bare `@babel/parser` parse of
+ * the same snippet as the direct baseline (the analysis = parse + one walk).
+ *
+ * Run: `deno run -A bench/analysis_bench.ts`
+ */
+import { parse, type ParserOptions } from "@babel/parser";
+import { analyzeCode } from "../packages/pml/src/analysis/mod.ts";
+import { SNIPPET_50 } from "../packages/pml/src/analysis/testdata/snippets.ts";
+
+const WARMUP = 500;
+const ITERATIONS = 2000;
+const SERVER_NS = new Set(["json", "math", "text", "tavily", "slack"]);
+const routeOf = (id: string) => SERVER_NS.has(id.slice(0, id.indexOf(":"))) ? "server" : "client";
+/** The options `analyzeCode` parses with. */
+const PARSE_OPTIONS: ParserOptions = {
+  sourceType: "module",
+  plugins: ["typescript"],
+  allowReturnOutsideFunction: true,
+  allowAwaitOutsideFunction: true,
+  errorRecovery: false,
+  attachComment: false,
+};
+
+/**
+ * Times `a` and `b` on alternate turns (order swapped each iteration), so that both see the same
+ * machine load, JIT state and garbage collections. Returns sorted samples in milliseconds.
+ */
+function measurePair(a: () => unknown, b: () => unknown): [number[], number[]] {
+  for (let i = 0; i < WARMUP; i++) (a(), b());
+  const sa: number[] = [];
+  const sb: number[] = [];
+  const time = (fn: () => unknown, into: number[]) => {
+    const t0 = performance.now();
+    fn();
+    into.push(performance.now() - t0);
+  };
+  for (let i = 0; i < ITERATIONS; i++) {
+    if (i % 2 === 0) (time(a, sa), time(b, sb));
+    else (time(b, sb), time(a, sa));
+  }
+  return [sa.sort((x, y) => x - y), sb.sort((x, y) => x - y)];
+}
+
+const pct = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor(s.length * p))];
+const ms = (x: number) => `${x.toFixed(3)} ms`;
+
+const check = analyzeCode(SNIPPET_50, { routeOf });
+if (!check.ok || check.tasks.length !== 9) throw new Error("analysis bench: unexpected analysis");
+
+const [analysis, baseline] = measurePair(
+  () => analyzeCode(SNIPPET_50, { routeOf }),
+  () => parse(SNIPPET_50, PARSE_OPTIONS),
+);
+
+const lines = SNIPPET_50.split("\n").length;
+console.log(
+  `analysis bench: ${lines}-line snippet, ${ITERATIONS} iterations after ${WARMUP} warm-up`,
+);
+console.log(`  analyzeCode       median ${ms(pct(analysis, 0.5))}  p99 ${ms(pct(analysis, 0.99))}`);
+console.log(`  @babel/parser     median ${ms(pct(baseline, 0.5))}  p99 ${ms(pct(baseline, 0.99))}`);
+console.log(
+  `  ratio analyzeCode / bare parse (median): ${
+    (pct(analysis, 0.5) / pct(baseline, 0.5)).toFixed(2)
+  }x` +
+    `  (target: analyzeCode median < 1 ms: ${pct(analysis, 0.5) < 1 ? "met" : "MISSED"})`,
+);

@@ -1,0 +1,163 @@
+/** Finding `mcp.ns.action()` call sites in every supported form, and reporting dynamic ones. */
+import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { analyze } from "./testdata/helpers.ts";
+
+const toolsOf = (code: string) => analyze(code).tasks.map((t) => t.tool);
+
+Deno.test("direct call: tool id, 1-based position, not in a loop", () => {
+  const a = analyze(`const x = 1;\n  return await mcp.filesystem.read_file({ path: "a" });`);
+  deepStrictEqual(a.tasks, [{
+    id: "t1",
+    tool: "filesystem:read_file",
+    routing: "client",
+    line: 2,
+    column: 16,
+    dependsOn: [],
+    inLoop: false,
+  }]);
+  deepStrictEqual(a.dynamic, []);
+});
+
+Deno.test("aliases of mcp and of a namespace", () => {
+  deepStrictEqual(toolsOf(`const m = mcp; await m.fs.read_file({});`), ["fs:read_file"]);
+  deepStrictEqual(
+    toolsOf(`const fs = mcp.filesystem; const m = mcp; const g = m.git;
+      await fs.read_file({}); await g.status({});`),
+    ["filesystem:read_file", "git:status"],
+  );
+  deepStrictEqual(toolsOf(`const alias = mcp; const again = alias; again.a.b();`), ["a:b"]);
+});
+
+Deno.test("destructuring: plain, renamed, nested, with defaults", () => {
+  const code = `
+    const { read_file, write_file: wf = null } = mcp.filesystem;
+    const { git: { commit }, json } = mcp;
+    await read_file({ path: "a" });
+    await wf({ path: "b" });
+    await commit({});
+    await json.parse({ text: "{}" });`;
+  deepStrictEqual(toolsOf(code), [
+    "filesystem:read_file",
+    "filesystem:write_file",
+    "git:commit",
+    "json:parse",
+  ]);
+});
+
+Deno.test("calls in loops are one task per call site, flagged inLoop", () => {
+  const a = analyze(`
+    for (const p of ["a", "b"]) await mcp.fs.read_file({ path: p });
+    for (let i = 0; i < 3; i++) await mcp.fs.stat({ i });
+    while (await mcp.queue.pending({})) await mcp.queue.pop({});
+    do { await mcp.math.random({}); } while (false);
+    for (const k in {}) mcp.x.y({ k });
+    await mcp.fs.write_file({ path: "done" });`);
+  deepStrictEqual(a.tasks.map((t) => [t.tool, t.inLoop]), [
+    ["fs:read_file", true],
+    ["fs:stat", true],
+    ["queue:pending", true],
+    ["queue:pop", true],
+    ["math:random", true],
+    ["x:y", true],
+    ["fs:write_file", false],
+  ]);
+});
+
+Deno.test("calls in conditionals, callbacks and nested functions", () => {
+  const a = analyze(`
+    if (Math.random() > 0.5) { await mcp.a.one({}); } else { await mcp.a.two({}); }
+    const v = cond ? await mcp.b.three({}) : ok && await mcp.b.four({});
+    const all = await Promise.all(files.map(async (f) => await mcp.c.five({ f })));
+    async function helper(x) { return mcp.d.six({ x }); }
+    const run = () => mcp.d.seven({});
+    class K { async m() { return mcp.e.eight({}); } }
+    (async () => { await mcp.f.nine({}); })();`);
+  deepStrictEqual(a.tasks.map((t) => [t.tool, t.inLoop]), [
+    ["a:one", false],
+    ["a:two", false],
+    ["b:three", false],
+    ["b:four", false],
+    ["c:five", true],
+    ["d:six", false],
+    ["d:seven", false],
+    ["e:eight", false],
+    ["f:nine", false],
+  ]);
+});
+
+Deno.test("optional chaining, string and template keys, TypeScript wrappers", () => {
+  deepStrictEqual(
+    toolsOf(`
+      await mcp.fs?.read_file?.({});
+      await mcp?.git.status();
+      await mcp["json"]["parse"]({ text: "1" });
+      await mcp[\`math\`][\`add\`]({ a: 1 });
+      await (mcp as any).text.upper({});
+      await mcp.shell!.exec({ cmd: "ls" });
+      await (mcp.exa satisfies unknown as typeof mcp.exa).search({});
+      await globalThis.mcp.slack.post({});`),
+    [
+      "fs:read_file",
+      "git:status",
+      "json:parse",
+      "math:add",
+      "text:upper",
+      "shell:exec",
+      "exa:search",
+      "slack:post",
+    ],
+  );
+});
+
+Deno.test("type-only code and shadowing are not calls", () => {
+  const a = analyze(`
+    type Fs = typeof mcp.filesystem;
+    interface I { run(): ReturnType<typeof mcp.git.status> }
+    const fs = mcp.filesystem;
+    function local(fs: { read_file(): void }) { return fs.read_file(); }
+    const inner = (mcp: { a: { b(): void } }) => mcp.a.b();
+    if (typeof mcp.git.status === "function") await fs.read_file({});`);
+  deepStrictEqual(a.tasks.map((t) => t.tool), ["filesystem:read_file"]);
+  deepStrictEqual(a.dynamic, []);
+});
+
+Deno.test("dynamic forms are reported with position and reason, and route to client", () => {
+  const cases: [string, RegExp][] = [
+    [`const ns = "json"; await mcp[ns].parse({});`, /computed namespace name on "mcp"/],
+    [`const x = "parse"; await mcp.json[x]({});`, /computed action name on "mcp.json"/],
+    [`await mcp[\`js\${"on"}\`].parse({});`, /computed namespace name/],
+    [`await helper(mcp);`, /"mcp" is used as a value/],
+    [`const j = mcp.json; await run(j);`, /"mcp.json" is used as a value/],
+    [`await Promise.all(["1"].map(mcp.json.parse));`, /tool "json:parse" is used as a value/],
+    [`mcp = {};`, /"mcp" is reassigned/],
+    [`let m = mcp; m = other; await m.json.parse({});`, /alias "m" of "mcp" is reassigned/],
+    [`mcp.json.parse = () => 1;`, /assignment to a property of "mcp.json"/],
+    [`const { ...rest } = mcp.json;`, /rest element/],
+    [`const [a] = mcp;`, /destructuring of "mcp"/],
+    [`await mcp.json.parse.call(null, {});`, /property "call" of tool "json:parse"/],
+    [`await mcp.json({});`, /"mcp.json" is called itself/],
+    [`await mcp["my ns"].parse({});`, /"my ns:parse" is not a valid tool id/],
+    [`await globalThis[key].json.parse({});`, /computed property of "globalThis"/],
+    [`eval("mcp.json.parse({})");`, /"eval" runs code/],
+    [`return { m: mcp };`, /"mcp" is used as a value/],
+  ];
+  for (const [code, reason] of cases) {
+    const a = analyze(code);
+    equal(a.dynamic.length, 1, `one dynamic entry for ${code}: ${JSON.stringify(a.dynamic)}`);
+    match(a.dynamic[0].reason, reason, code);
+    ok(a.dynamic[0].line === 1 && a.dynamic[0].column >= 1, code);
+    equal(a.routing, "client", code);
+  }
+});
+
+Deno.test("a dynamic form next to resolvable calls keeps the calls and reports the rest", () => {
+  const a = analyze(`
+    const r = await mcp.json.parse({ text: "{}" });
+    const out = await mcp[r.ns][r.action]({});
+    return await mcp.math.add({ a: out });`);
+  deepStrictEqual(a.tasks.map((t) => t.tool), ["json:parse", "math:add"]);
+  deepStrictEqual(a.serverTools, ["json:parse", "math:add"]);
+  deepStrictEqual(a.clientTools, []);
+  deepStrictEqual(a.dynamic, [{ line: 3, column: 23, reason: `computed namespace name on "mcp"` }]);
+  equal(a.routing, "client");
+});
