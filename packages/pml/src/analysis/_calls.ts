@@ -93,11 +93,16 @@ export function resolveRef(node: Node, scope: Scope, onComputed: (key: Node) => 
   if (n.type !== "MemberExpression" && n.type !== "OptionalMemberExpression") return null;
   const obj = unwrap(n.object!);
   const key = staticKey(n.property!, n.computed);
-  if (obj.type === "Identifier" && GLOBAL_OBJECTS.has(obj.name!) && !scope.lookup(obj.name!)) {
+  // `globalThis.mcp`, and `this.mcp` (sloppy-mode `this` may be the global object).
+  if (
+    obj.type === "ThisExpression" ||
+    (obj.type === "Identifier" && GLOBAL_OBJECTS.has(obj.name!) && !scope.lookup(obj.name!))
+  ) {
     if (key === "mcp") return ROOT;
     if (key !== undefined) return null;
     if (n.computed) onComputed(n.property!);
-    return { kind: "dynamic", reason: `computed property of "${obj.name}" may be "mcp"`, at: n };
+    const name = obj.name ?? "this";
+    return { kind: "dynamic", reason: `computed property of "${name}" may be "mcp"`, at: n };
   }
   const base = resolveRef(obj, scope, onComputed);
   if (base === null || base.kind === "dynamic") return base;

@@ -71,6 +71,10 @@ export function identifier(node: Node, ctx: Ctx, st: State): Val {
     if (!b.ref) return b.val;
     useRef(b.ref, node, st);
   } else if (node.name === "mcp") useRef(ROOT, node, st);
+  else if (node.name === "arguments" && ctx.frame.top) {
+    // The code runs as a function body: its own `arguments` may hold `mcp`.
+    reportDynamic(st, node, `"arguments" of the code's function may hold "mcp"`);
+  }
   return NONE;
 }
 

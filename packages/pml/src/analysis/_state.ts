@@ -36,6 +36,8 @@ export interface Frame {
   ret: TSet;
   /** Summaries of the named functions enclosing the current code (they own its tasks). */
   owners: FnInfo[];
+  /** True for the code's own function body and arrow functions in it (same `arguments`). */
+  top: boolean;
 }
 
 /** Walk context; a new object whenever scope, guard or loop changes. */
@@ -60,8 +62,8 @@ export function newState(): State {
   return { graph: new TaskGraph(), dynamic: [], tools: new Set() };
 }
 
-export function newFrame(owners: FnInfo[]): Frame {
-  return { exits: 0, jumps: 0, exitGuard: new Set(), ret: new Set(), owners };
+export function newFrame(owners: FnInfo[], top: boolean): Frame {
+  return { exits: 0, jumps: 0, exitGuard: new Set(), ret: new Set(), owners, top };
 }
 
 /** Everything that decides whether the current code runs. */

@@ -52,7 +52,7 @@ export function walkProgram(program: Node, st: State): void {
     scope: new Scope(null, true),
     guard: NO_TAINT,
     loop: false,
-    frame: newFrame([]),
+    frame: newFrame([], true),
   };
   statements(program.body as Node[], ctx, st);
 }
@@ -212,7 +212,10 @@ export function walkFunction(
   summary: FnInfo | null,
 ): TSet {
   const scope = new Scope(ctx.scope, true);
-  const frame = newFrame(summary ? [...ctx.frame.owners, summary] : ctx.frame.owners);
+  const frame = newFrame(
+    summary ? [...ctx.frame.owners, summary] : ctx.frame.owners,
+    ctx.frame.top && node.type === "ArrowFunctionExpression",
+  );
   const inner: Ctx = { scope, guard: guardOf(ctx), loop: inLoop, frame };
   const list = node.params ?? [];
   for (let i = 0; i < list.length; i++) {

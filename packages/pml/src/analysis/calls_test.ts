@@ -95,7 +95,8 @@ Deno.test("optional chaining, string and template keys, TypeScript wrappers", ()
       await (mcp as any).text.upper({});
       await mcp.shell!.exec({ cmd: "ls" });
       await (mcp.exa satisfies unknown as typeof mcp.exa).search({});
-      await globalThis.mcp.slack.post({});`),
+      await globalThis.mcp.slack.post({});
+      await this.mcp.github.search({});`),
     [
       "fs:read_file",
       "git:status",
@@ -105,6 +106,7 @@ Deno.test("optional chaining, string and template keys, TypeScript wrappers", ()
       "shell:exec",
       "exa:search",
       "slack:post",
+      "github:search",
     ],
   );
 });
@@ -116,6 +118,7 @@ Deno.test("type-only code and shadowing are not calls", () => {
     const fs = mcp.filesystem;
     function local(fs: { read_file(): void }) { return fs.read_file(); }
     const inner = (mcp: { a: { b(): void } }) => mcp.a.b();
+    function own() { return arguments.length; }
     if (typeof mcp.git.status === "function") await fs.read_file({});`);
   deepStrictEqual(a.tasks.map((t) => t.tool), ["filesystem:read_file"]);
   deepStrictEqual(a.dynamic, []);
@@ -140,6 +143,9 @@ Deno.test("dynamic forms are reported with position and reason, and route to cli
     [`await globalThis[key].json.parse({});`, /computed property of "globalThis"/],
     [`eval("mcp.json.parse({})");`, /"eval" runs code/],
     [`return { m: mcp };`, /"mcp" is used as a value/],
+    [`await arguments[0].json.parse({});`, /"arguments" of the code's function/],
+    [`const f = () => arguments; f();`, /"arguments" of the code's function/],
+    [`await this[k].json.parse({});`, /computed property of "this"/],
   ];
   for (const [code, reason] of cases) {
     const a = analyze(code);

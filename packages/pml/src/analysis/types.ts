@@ -9,7 +9,10 @@ export interface AnalyzeOptions {
 
 /** One `mcp.ns.action(args)` call site of the analysed code. */
 export interface ToolTask {
-  /** `t1`, `t2`, … in evaluation order (arguments before the call that receives them). */
+  /**
+   * `t1`, `t2`, … in walk order: source order, arguments before the call that receives them. A
+   * task in a function defined earlier may depend on a later id (the function runs when called).
+   */
   id: string;
   /** Tool id `namespace:action`. */
   tool: string;
