@@ -1,0 +1,143 @@
+import { join } from "node:path";
+import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
+import { tempWorkspace } from "../testing/workspace.ts";
+import type { CliIo } from "./io.ts";
+import { runCli } from "./run.ts";
+
+function io(
+  ws: { dir: string; home: string },
+  opts: { answers?: string[]; env?: Record<string, string> } = {},
+) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const answers = opts.answers;
+  const value: CliIo = {
+    env: { PML_WORKSPACE: ws.dir, ...opts.env },
+    cwd: ws.dir,
+    home: ws.home,
+    stdout: (t) => out.push(t),
+    stderr: (t) => err.push(t),
+    prompt: answers ? (q) => (out.push(q), Promise.resolve(answers.shift() ?? "")) : undefined,
+    isTerminal: answers !== undefined,
+  };
+  return { io: value, out, err };
+}
+
+function treeText(dir: string): string {
+  let all = "";
+  for (const e of Deno.readDirSync(dir)) {
+    const p = join(dir, e.name);
+    if (e.isDirectory) all += treeText(p);
+    else if (e.isFile) all += Deno.readTextFileSync(p);
+  }
+  return all;
+}
+
+Deno.test("init --yes: writes .pml.json and .mcp.json with safe defaults", async () => {
+  await using ws = tempWorkspace();
+  const { io: cli } = io(ws);
+  assertEquals(await runCli(["init", "--yes"], cli, "pml"), 0);
+  const pml = JSON.parse(ws.read(".pml.json"));
+  assertEquals(pml.workspace, ".");
+  assert(pml.permissions.allow.includes("filesystem:read_file"));
+  assert(pml.permissions.ask.includes("shell:exec"));
+  assert(Array.isArray(pml.env));
+  const mcp = JSON.parse(ws.read(".mcp.json"));
+  assertEquals(mcp.mcpServers.pml, {
+    type: "stdio",
+    command: "pml",
+    args: ["stdio"],
+    env: { PML_WORKSPACE: "${workspaceFolder}" },
+  });
+});
+
+Deno.test("init: keeps other servers, backs up, and is idempotent", async () => {
+  await using ws = tempWorkspace();
+  const original = { mcpServers: { other: { command: "other-mcp" } }, extra: true };
+  ws.write(".mcp.json", JSON.stringify(original));
+  assertEquals(await runCli(["init", "--yes"], io(ws).io), 0);
+  const mcp = JSON.parse(ws.read(".mcp.json"));
+  assertEquals(mcp.mcpServers.other, { command: "other-mcp" });
+  assertEquals(mcp.extra, true);
+  assertEquals(JSON.parse(ws.read(".mcp.json.backup")), original);
+
+  const before = [ws.read(".pml.json"), ws.read(".mcp.json"), ws.read(".mcp.json.backup")];
+  const second = io(ws);
+  assertEquals(await runCli(["init", "--yes"], second.io), 0);
+  assertEquals([ws.read(".pml.json"), ws.read(".mcp.json"), ws.read(".mcp.json.backup")], before);
+  assertStringIncludes(second.out.join(""), "already configured");
+});
+
+Deno.test("init --api-key: the key is stored outside the project, never in clear in its files", async () => {
+  await using ws = tempWorkspace();
+  const key = "pml_live_0123456789abcdef";
+  assertEquals(
+    await runCli(
+      ["init", "--yes", "--api-key", key, "--cloud-url", "http://127.0.0.1:9"],
+      io(ws).io,
+    ),
+    0,
+  );
+  assert(!treeText(ws.dir).includes(key), "the key is in a project file");
+  const cred = join(ws.home, ".pml", "credentials.json");
+  assertEquals(JSON.parse(Deno.readTextFileSync(cred)).apiKey, key);
+  assertEquals(Deno.statSync(cred).mode! & 0o777, 0o600);
+  assertEquals(JSON.parse(ws.read(".pml.json")).cloudUrl, "http://127.0.0.1:9");
+});
+
+Deno.test("init on a terminal: asks for the key (skippable) and before changing .mcp.json", async () => {
+  await using ws = tempWorkspace();
+  ws.write(".mcp.json", JSON.stringify({ mcpServers: { other: {} } }));
+  const refused = io(ws, { answers: ["", "n"] });
+  assertEquals(await runCli(["init"], refused.io), 0);
+  assertEquals(JSON.parse(ws.read(".mcp.json")), { mcpServers: { other: {} } });
+  assertStringIncludes(refused.out.join(""), "local-only");
+
+  const accepted = io(ws, { answers: ["", "y"] });
+  assertEquals(await runCli(["init"], accepted.io), 0);
+  assert(JSON.parse(ws.read(".mcp.json")).mcpServers.pml);
+});
+
+Deno.test("init --transport http writes the http form", async () => {
+  await using ws = tempWorkspace();
+  assertEquals(
+    await runCli(["init", "--yes", "--transport", "http", "--port", "4555"], io(ws).io),
+    0,
+  );
+  assertEquals(JSON.parse(ws.read(".mcp.json")).mcpServers.pml, {
+    type: "http",
+    url: "http://127.0.0.1:4555/mcp",
+  });
+  assertEquals(JSON.parse(ws.read(".pml.json")).port, 4555);
+});
+
+Deno.test("init: bad flags and a broken .mcp.json are clear errors that change nothing", async () => {
+  await using ws = tempWorkspace();
+  const bad = io(ws);
+  assertEquals(await runCli(["init", "--transport", "carrier-pigeon"], bad.io), 2);
+  assertStringIncludes(bad.err.join(""), "--transport");
+  assertEquals(await runCli(["init", "--port", "99999"], io(ws).io), 2);
+  assertEquals(await runCli(["init", "--cloud-url", "nope"], io(ws).io), 2);
+  ws.write(".mcp.json", "{ broken");
+  const broken = io(ws);
+  assertEquals(await runCli(["init", "--yes"], broken.io), 1);
+  assertStringIncludes(broken.err.join(""), ".mcp.json");
+  assertEquals(ws.read(".mcp.json"), "{ broken");
+});
+
+Deno.test("status: shows workspace, config and permissions", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["json"], deny: ["shell"] } });
+  const s = io(ws);
+  assertEquals(await runCli(["status", "--json"], s.io), 0);
+  const status = JSON.parse(s.out.join(""));
+  assertEquals(status.workspace, ws.dir);
+  assertEquals(status.examples["shell:exec"], "deny");
+  assertStringIncludes(status.cloudMode, "local-only");
+});
+
+Deno.test("cli: unknown command exits 2 with help", async () => {
+  await using ws = tempWorkspace();
+  const s = io(ws);
+  assertEquals(await runCli(["frobnicate"], s.io), 2);
+  assertStringIncludes(s.err.join(""), "unknown command");
+});

@@ -1,0 +1,69 @@
+/** Helpers for end-to-end tests: spawn `bin/pml` as an MCP client would. */
+import { join } from "node:path";
+import { Client } from "../../packages/pml/src/sdk/client.ts";
+import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
+import { ElicitRequestSchema } from "../../packages/pml/src/sdk/types.ts";
+
+export const PML_BIN = join(import.meta.dirname!, "..", "..", "bin", "pml");
+
+/** Environment for a spawned `pml`: PATH, a private HOME/PML_HOME, the workspace, extras. */
+export function pmlEnv(ws: { dir: string; home: string }, extra: Record<string, string> = {}) {
+  return {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: ws.home,
+    PML_WORKSPACE: ws.dir,
+    ...extra,
+  };
+}
+
+/** Spawns `pml stdio` and connects an SDK client over stdio. */
+export async function connectStdio(
+  ws: { dir: string; home: string },
+  opts: { env?: Record<string, string>; elicit?: (message: string) => "yes" | "always" | "no" } =
+    {},
+): Promise<Client & AsyncDisposable> {
+  const transport = new StdioClientTransport({
+    command: PML_BIN,
+    args: ["stdio"],
+    cwd: ws.dir,
+    env: pmlEnv(ws, opts.env),
+    stderr: "pipe",
+  });
+  const client = new Client(
+    { name: "e2e", version: "1" },
+    { capabilities: opts.elicit ? { elicitation: {} } : {} },
+  );
+  if (opts.elicit) {
+    const elicit = opts.elicit;
+    client.setRequestHandler(ElicitRequestSchema, (req) => ({
+      action: "accept",
+      content: { decision: elicit(req.params.message) },
+    }));
+  }
+  await client.connect(transport);
+  return Object.assign(client, { [Symbol.asyncDispose]: () => client.close() });
+}
+
+/** Pids whose parent is `pid` (Linux /proc). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) out.push(Number(e.name));
+    } catch { /* exited meanwhile */ }
+  }
+  return out;
+}
+
+/** True while a process with this pid exists (and is not a zombie). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
