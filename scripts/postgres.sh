@@ -70,7 +70,7 @@ dir="$(data_dir_for "$port")"
 if [[ ! -f "$dir/PG_VERSION" ]]; then
   log "creating cluster in $dir"
   mkdir -p "$dir"
-  [[ "$(id -u)" == "0" ]] && chown postgres:postgres "$dir"
+  if [[ "$(id -u)" == "0" ]]; then chown postgres:postgres "$dir"; fi
   chmod 700 "$dir"
   as_pg "$PG_BIN/initdb" -D "$dir" -U postgres -A trust -E UTF8 --no-instructions >&2
 fi

@@ -8,7 +8,9 @@
  *
  * @module
  */
+// @ts-types="../../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.d.ts"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="../../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.d.ts"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { join } from "node:path";
 
