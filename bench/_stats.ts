@@ -1,0 +1,44 @@
+/** Small statistics helpers shared by the benchmarks. */
+
+export function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export const median = (samples: number[]) => percentile(samples, 50);
+
+export function fmtMs(ms: number): string {
+  return ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(2)} ms`;
+}
+
+/** Prints a table row: label, median, p99, and ratio to a baseline median. */
+export function row(label: string, samples: number[], baseline?: number[]): string {
+  const m = median(samples);
+  const ratio = baseline ? `  ratio ${(m / median(baseline)).toFixed(2)}×` : "";
+  return `${label.padEnd(44)} median ${fmtMs(m).padStart(9)}  p99 ${fmtMs(percentile(samples, 99)).padStart(9)}${ratio}`;
+}
+
+/** Resident memory (kB) of a process and all its descendants (Linux /proc). */
+export function treeRssKb(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(e.name)]);
+    } catch { /* gone */ }
+  }
+  let total = 0;
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop()!;
+    try {
+      const m = Deno.readTextFileSync(`/proc/${p}/status`).match(/VmRSS:\s+(\d+)/);
+      total += m ? Number(m[1]) : 0;
+    } catch { /* gone */ }
+    stack.push(...(children.get(p) ?? []));
+  }
+  return total;
+}

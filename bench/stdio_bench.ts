@@ -1,0 +1,99 @@
+/**
+ * `filesystem:read_file` of a 4 KiB file over stdio: through `pml stdio` vs
+ * `@modelcontextprotocol/server-filesystem` called directly, in the same run. Also spawn → first
+ * `tools/list`, and resident memory of `pml stdio` with its sandboxes, idle and after 10,000 calls.
+ *
+ *   deno run -A bench/stdio_bench.ts
+ */
+import { join } from "node:path";
+import { Client } from "../packages/pml/src/sdk/client.ts";
+import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
+import { median, row, treeRssKb } from "./_stats.ts";
+
+const ROOT = join(import.meta.dirname!, "..");
+const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-bench-" }));
+Deno.mkdirSync(join(ws, ".git"));
+Deno.mkdirSync(join(ws, "home"));
+Deno.writeTextFileSync(join(ws, "file4k.txt"), "x".repeat(4095) + "\n");
+Deno.writeTextFileSync(
+  join(ws, ".pml.json"),
+  JSON.stringify({ permissions: { allow: ["filesystem"], ask: [], deny: [] } }),
+);
+const env = { PATH: Deno.env.get("PATH") ?? "", HOME: join(ws, "home"), PML_WORKSPACE: ws };
+
+const servers = {
+  pml: { command: join(ROOT, "bin", "pml"), args: ["stdio"], tool: "filesystem__read_file", path: "file4k.txt" },
+  direct: {
+    command: "node",
+    args: [join(ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), ws],
+    tool: "read_text_file",
+    path: join(ws, "file4k.txt"),
+  },
+};
+type Name = keyof typeof servers;
+
+async function connect(name: Name) {
+  const s = servers[name];
+  const transport = new StdioClientTransport({ command: s.command, args: s.args, cwd: ws, env, stderr: "ignore" });
+  const client = new Client({ name: "bench", version: "1" });
+  const t0 = performance.now();
+  await client.connect(transport);
+  await client.listTools();
+  const startupMs = performance.now() - t0;
+  const call = async () => {
+    const r = await client.callTool({ name: s.tool, arguments: { path: s.path } });
+    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
+  };
+  return { client, transport, call, startupMs };
+}
+
+async function timeCalls(call: () => Promise<void>, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+console.log("# pml stdio vs @modelcontextprotocol/server-filesystem (direct), read_file 4 KiB");
+const startup: Record<Name, number[]> = { pml: [], direct: [] };
+for (let i = 0; i < 7; i++) {
+  for (const name of ["pml", "direct"] as const) {
+    const c = await connect(name);
+    startup[name].push(c.startupMs);
+    await c.client.close();
+  }
+}
+console.log(row("spawn → first tools/list: pml stdio", startup.pml, startup.direct));
+console.log(row("spawn → first tools/list: server-filesystem", startup.direct));
+
+const pml = await connect("pml");
+const direct = await connect("direct");
+await timeCalls(pml.call, 300);
+await timeCalls(direct.call, 300);
+const lat: Record<Name, number[]> = { pml: [], direct: [] };
+for (let round = 0; round < 10; round++) {
+  lat.pml.push(...await timeCalls(pml.call, 200));
+  lat.direct.push(...await timeCalls(direct.call, 200));
+}
+console.log(row("read_file 4 KiB: pml stdio", lat.pml, lat.direct));
+console.log(row("read_file 4 KiB: server-filesystem direct", lat.direct));
+console.log(`median overhead of pml: ${((median(lat.pml) - median(lat.direct)) * 1000).toFixed(0)} µs`);
+
+const pid = pml.transport.pid!;
+await new Promise((r) => setTimeout(r, 1000));
+const idleKb = treeRssKb(pid);
+await timeCalls(pml.call, 10_000);
+await new Promise((r) => setTimeout(r, 1000));
+const afterKb = treeRssKb(pid);
+const directKb = treeRssKb(direct.transport.pid!);
+console.log(
+  `RSS pml stdio + sandboxes: idle ${(idleKb / 1024).toFixed(1)} MB, after 10,000 calls ${
+    (afterKb / 1024).toFixed(1)
+  } MB (server-filesystem alone: ${(directKb / 1024).toFixed(1)} MB)`,
+);
+await pml.client.close();
+await direct.client.close();
+await Deno.remove(ws, { recursive: true });
