@@ -4,7 +4,9 @@ import { Approvals } from "../permission/approvals.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
 import { createRoutingResolver, type RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
-import { StdTarget } from "../targets/std/std_target.ts";
+import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
+import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
+import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/deno_module_target.ts";
 import { Gateway } from "./gateway.ts";
 
 /** Optional overrides for tests and embedding. */
@@ -14,6 +16,12 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Start the read-only sandbox right away (default true). */
   readonly prewarm?: boolean;
+  /** Stdio dependencies: metadata source, installer, clock, supervision (see `StdioOptions`). */
+  readonly stdio?: StdioOptions;
+  /** Registry deno modules: injected fetch, timeouts, warning sink (see `DenoModuleTargetDeps`). */
+  readonly registry?: Partial<
+    Pick<DenoModuleTargetDeps, "fetch" | "registryTimeoutMs" | "timeoutMs" | "warn">
+  >;
 }
 
 /**
@@ -30,13 +38,28 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
   const pool = new SandboxPool();
   const std = new StdTarget({ config, pool, audit, routing });
   if (opts.prewarm !== false) std.prewarm();
+  const stdio = createStdioTarget(
+    config,
+    { audit, routing, exclude: Object.keys(STD_MODULES) },
+    opts.stdio,
+  );
+  const permissions = new PermissionStore(config.permissions, config.configPath);
+  const deno = new DenoModuleTarget({
+    config,
+    pool,
+    audit,
+    routing,
+    permissions: () => permissions.current,
+    now: opts.now,
+    ...opts.registry,
+  });
   return new Gateway({
-    permissions: new PermissionStore(config.permissions, config.configPath),
+    permissions,
     approvals: new Approvals({ ttlMs: opts.approvalTtlMs, now: opts.now }),
     routing,
-    targets: [std],
+    targets: [std, stdio.target, deno],
     audit,
     declaredNamespaces: Object.keys(config.privateMcps),
-    resources: [pool],
+    resources: [pool, stdio.manager],
   });
 }

@@ -1,0 +1,139 @@
+import { PmlError } from "../errors.ts";
+import type { InstalledPackage } from "./installer.ts";
+import type { DependencyMeta } from "./metadata.ts";
+
+/** How to start a stdio server, as data: tests and `pml status` can inspect every grant. */
+export interface LaunchSpec {
+  readonly server: string;
+  readonly command: string;
+  readonly args: readonly string[];
+  /** The whole environment of the process (it inherits nothing else). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly mode: "deno" | "command";
+}
+
+/** Variables never passed to a dependency, whatever it declares. */
+const NEVER = new Set(["PML_API_KEY"]);
+
+/** Names a dependency may receive: what it requires plus what its permissions declare. */
+export function declaredEnv(meta: DependencyMeta): string[] {
+  return [...new Set([...meta.envRequired, ...meta.permissions.env])].filter((n) => !NEVER.has(n));
+}
+
+/** Required variables absent from `env`. */
+export function missingEnv(meta: DependencyMeta, env: Readonly<Record<string, string>>): string[] {
+  return meta.envRequired.filter((n) => !NEVER.has(n) && !env[n]);
+}
+
+/**
+ * The message for missing variables (the `api_key_required` case): which server, which variables,
+ * and where to set them.
+ */
+export function missingEnvMessage(server: string, missing: readonly string[]): string {
+  const vars = missing.join(", ");
+  const example = missing.map((n) => `"${n}": "…"`).join(", ");
+  return `${server} requires ${vars}: set ${
+    missing.length > 1 ? "them" : "it"
+  } in the environment ` +
+    `of your MCP client, e.g. in .mcp.json: "mcpServers": {"pml": {…, "env": {${example}}}}, then restart it`;
+}
+
+function pick(
+  env: Readonly<Record<string, string>>,
+  names: readonly string[],
+): Record<string, string> {
+  return Object.fromEntries(names.filter((n) => env[n] !== undefined).map((n) => [n, env[n]]));
+}
+
+function expand(value: string, vars: Record<string, string>, server: string): string {
+  return value.replace(/\$\{([A-Za-z]+)\}/g, (whole, name: string) => {
+    if (vars[name] === undefined) {
+      throw new PmlError(
+        "METADATA_INVALID",
+        `Metadata of "${server}" uses unknown placeholder ${whole} in "${value}"`,
+      );
+    }
+    return vars[name];
+  });
+}
+
+function grant(flag: string, values: readonly string[]): string[] {
+  for (const v of values) {
+    if (v.includes(",")) {
+      throw new PmlError("METADATA_INVALID", `Cannot grant ${flag}="${v}": it contains a comma`);
+    }
+  }
+  return values.length ? [`${flag}=${[...new Set(values)].join(",")}`] : [];
+}
+
+/** The arguments the declared command passes to the server itself (after the package spec). */
+function serverArgs(meta: DependencyMeta): readonly string[] {
+  const pkg = meta.package;
+  if (!pkg) return meta.args;
+  const at = meta.args.findIndex((a) => a === pkg.name || a.startsWith(`${pkg.name}@`));
+  return at >= 0 ? meta.args.slice(at + 1) : meta.args.filter((a) => !a.startsWith("-"));
+}
+
+/**
+ * An npm server under Deno, with least privilege: read its own install folder and what it declares,
+ * write what it declares, net to the declared hosts only, env limited to the declared names (other
+ * names read as unset: `--ignore-env`), no subprocesses, no prompts. `${workspace}` and
+ * `${packageDir}` are expanded. The process environment holds only the declared variables.
+ */
+export function denoLaunch(
+  meta: DependencyMeta,
+  installed: InstalledPackage,
+  ctx: {
+    workspace: string;
+    denoPath: string;
+    denoDir: string;
+    env: Readonly<Record<string, string>>;
+  },
+): LaunchSpec {
+  const vars = { workspace: ctx.workspace, packageDir: installed.packageDir };
+  const x = (vs: readonly string[]) => vs.map((v) => expand(v, vars, meta.server));
+  const envNames = declaredEnv(meta);
+  const args = [
+    "run",
+    "--no-prompt",
+    "--quiet",
+    "--no-lock",
+    `--config=${installed.dir}/deno.json`,
+    ...grant("--allow-read", [installed.dir, ...x(meta.permissions.read)]),
+    ...grant("--allow-write", x(meta.permissions.write)),
+    ...grant("--allow-net", meta.permissions.net),
+    ...grant("--allow-env", envNames),
+    "--ignore-env",
+    installed.bin,
+    ...x(serverArgs(meta)),
+  ];
+  return {
+    server: meta.server,
+    command: ctx.denoPath,
+    args,
+    env: { NO_COLOR: "1", DENO_DIR: ctx.denoDir, ...pick(ctx.env, envNames) },
+    cwd: ctx.workspace,
+    mode: "deno",
+  };
+}
+
+/**
+ * A declared raw command (`uvx …`, `npx …` without a pinned package): not sandboxed, so it is only
+ * run after an explicit approval. It gets `PATH` and `HOME` (needed to find the tool and its cache)
+ * plus the declared variables.
+ */
+export function commandLaunch(
+  meta: DependencyMeta,
+  ctx: { workspace: string; env: Readonly<Record<string, string>> },
+): LaunchSpec {
+  const vars = { workspace: ctx.workspace };
+  return {
+    server: meta.server,
+    command: expand(meta.command, vars, meta.server),
+    args: meta.args.map((a) => expand(a, vars, meta.server)),
+    env: { ...pick(ctx.env, ["PATH", "HOME"]), ...pick(ctx.env, declaredEnv(meta)) },
+    cwd: ctx.workspace,
+    mode: "command",
+  };
+}

@@ -1,0 +1,111 @@
+import { basename, join } from "node:path";
+import type { PrivateMcp } from "../config/schema.ts";
+import { type DependencyMeta, type MetadataSource, parseStdioMetadata } from "./metadata.ts";
+
+/** The repository's own catalogue of stdio servers (`registry/mcp/*.json`), so PML works offline. */
+export const CATALOGUE_DIR = join(import.meta.dirname!, "..", "..", "..", "..", "registry", "mcp");
+
+/**
+ * Stdio metadata read from a folder of `<server>.json` files (the built-in catalogue). Files of other
+ * types (`http`) are ignored; an invalid stdio file is reported when that server is asked for.
+ */
+export class CatalogueSource implements MetadataSource {
+  readonly #dir: string;
+  readonly #exclude: ReadonlySet<string>;
+  #loaded?: Promise<Map<string, () => DependencyMeta>>;
+
+  /** `exclude`: namespaces owned by another target (the std tools), never served from here. */
+  constructor(dir: string = CATALOGUE_DIR, opts: { exclude?: Iterable<string> } = {}) {
+    this.#dir = dir;
+    this.#exclude = new Set(opts.exclude ?? []);
+  }
+
+  async list(): Promise<string[]> {
+    return [...(await this.#load()).keys()];
+  }
+
+  async get(server: string): Promise<DependencyMeta | undefined> {
+    return (await this.#load()).get(server)?.();
+  }
+
+  #load(): Promise<Map<string, () => DependencyMeta>> {
+    this.#loaded ??= (async () => {
+      const entries = new Map<string, () => DependencyMeta>();
+      let files: Deno.DirEntry[];
+      try {
+        files = await Array.fromAsync(Deno.readDir(this.#dir));
+      } catch (err) {
+        if (err instanceof Deno.errors.NotFound) return entries;
+        throw err;
+      }
+      for (
+        const f of files.filter((f) => f.isFile && f.name.endsWith(".json")).sort((a, b) =>
+          a.name < b.name ? -1 : 1
+        )
+      ) {
+        const server = basename(f.name, ".json");
+        if (this.#exclude.has(server)) continue;
+        const path = join(this.#dir, f.name);
+        const raw = JSON.parse(await Deno.readTextFile(path));
+        if (raw?.type !== "stdio") continue;
+        let meta: DependencyMeta | undefined;
+        entries.set(
+          server,
+          () => (meta ??= parseStdioMetadata(server, raw, `catalogue ${f.name}`)),
+        );
+      }
+      return entries;
+    })();
+    return this.#loaded;
+  }
+}
+
+/** Stdio servers declared in `.pml.json` `private_mcps` (same shape as registry metadata). */
+export class PrivateMcpSource implements MetadataSource {
+  readonly #mcps: Readonly<Record<string, PrivateMcp>>;
+  readonly #parsed = new Map<string, DependencyMeta>();
+
+  constructor(mcps: Readonly<Record<string, PrivateMcp>>) {
+    this.#mcps = mcps;
+  }
+
+  list(): Promise<string[]> {
+    return Promise.resolve(
+      Object.entries(this.#mcps).filter(([, m]) => m.type === "stdio").map(([name]) => name),
+    );
+  }
+
+  get(server: string): Promise<DependencyMeta | undefined> {
+    const mcp = Object.hasOwn(this.#mcps, server) ? this.#mcps[server] : undefined;
+    if (mcp?.type !== "stdio") return Promise.resolve(undefined);
+    let meta = this.#parsed.get(server);
+    if (!meta) {
+      meta = parseStdioMetadata(server, mcp, `.pml.json private_mcps.${server}`);
+      this.#parsed.set(server, meta);
+    }
+    return Promise.resolve(meta);
+  }
+}
+
+/** Several sources, the first that knows a server wins (private MCPs before any registry). */
+export class ChainSource implements MetadataSource {
+  readonly #sources: readonly MetadataSource[];
+
+  constructor(sources: readonly MetadataSource[]) {
+    this.#sources = sources;
+  }
+
+  async list(): Promise<string[]> {
+    const all = new Set<string>();
+    for (const s of this.#sources) for (const name of await s.list()) all.add(name);
+    return [...all];
+  }
+
+  async get(server: string): Promise<DependencyMeta | undefined> {
+    for (const s of this.#sources) {
+      const meta = await s.get(server);
+      if (meta) return meta;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,147 @@
+import { Buffer } from "node:buffer";
+import type { JSONRPCMessage } from "../../sdk/types.ts";
+import type { LaunchSpec } from "../../deps/launch.ts";
+import { ReadBuffer, serializeMessage, type Transport } from "./_sdk_shared.ts";
+
+/** How a child ended. */
+export interface ExitInfo {
+  readonly code: number;
+  readonly signal: string | null;
+  /** True when PML stopped it (idle, shutdown), false for a crash. */
+  readonly requested: boolean;
+}
+
+const encoder = new TextEncoder();
+const STDERR_LINES = 20;
+
+/**
+ * An MCP client transport over a child process started with `Deno.Command`: newline-delimited
+ * JSON-RPC on stdin/stdout (the SDK's framing), stderr kept as a short tail for error messages.
+ * The child runs in its own session and process group (`detached`: `setsid`), so `close()` kills
+ * the whole group (`kill(-pgid)`), grandchildren included. It inherits no environment.
+ */
+export class ChildTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  readonly spec: LaunchSpec;
+  #child?: Deno.ChildProcess;
+  #writer?: WritableStreamDefaultWriter<Uint8Array>;
+  #stderr: string[] = [];
+  #stopping = false;
+  #exit?: ExitInfo;
+  #exited?: Promise<ExitInfo>;
+  readonly #onStderr?: (line: string) => void;
+
+  constructor(spec: LaunchSpec, opts: { onStderr?: (line: string) => void } = {}) {
+    this.spec = spec;
+    this.#onStderr = opts.onStderr;
+  }
+
+  /** Process id, also the process group id. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /** Set once the process has exited. */
+  get exit(): ExitInfo | undefined {
+    return this.#exit;
+  }
+
+  /** Resolves when the process has exited and been reaped. */
+  get exited(): Promise<ExitInfo> {
+    return this.#exited ?? Promise.resolve({ code: 0, signal: null, requested: true });
+  }
+
+  /** The last lines the process wrote to stderr. */
+  stderrTail(): string {
+    return this.#stderr.join("\n");
+  }
+
+  start(): Promise<void> {
+    const { command, args, env, cwd } = this.spec;
+    this.#child = new Deno.Command(command, {
+      args: [...args],
+      cwd,
+      clearEnv: true,
+      env: { ...env },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+      detached: true,
+    }).spawn();
+    this.#writer = this.#child.stdin.getWriter();
+    this.#writer.closed.catch(() => {});
+    this.#readStdout(this.#child.stdout);
+    this.#readStderr(this.#child.stderr);
+    this.#exited = this.#child.status.then((status) => {
+      this.#killGroup("SIGKILL"); // leftovers of the group (grandchildren)
+      this.#exit = { code: status.code, signal: status.signal, requested: this.#stopping };
+      this.onclose?.();
+      return this.#exit;
+    });
+    return Promise.resolve();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    if (!this.#writer || this.#exit) throw new Error(`${this.spec.server} is not running`);
+    await this.#writer.write(encoder.encode(serializeMessage(message)));
+  }
+
+  /** Stops the process group: SIGTERM, then SIGKILL after `graceMs`; waits until it is reaped. */
+  async close(graceMs = 500): Promise<void> {
+    if (!this.#child || this.#exit) return;
+    this.#stopping = true;
+    this.#writer?.close().catch(() => {});
+    this.#killGroup(graceMs > 0 ? "SIGTERM" : "SIGKILL");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    if (graceMs > 0) timer = setTimeout(() => this.#killGroup("SIGKILL"), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  #killGroup(signal: Deno.Signal): void {
+    const pid = this.#child?.pid;
+    if (!pid) return;
+    try {
+      Deno.kill(-pid, signal);
+    } catch { /* group already gone */ }
+  }
+
+  async #readStdout(stdout: ReadableStream<Uint8Array>): Promise<void> {
+    const buffer = new ReadBuffer();
+    try {
+      for await (const chunk of stdout) {
+        buffer.append(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        while (true) {
+          let message: JSONRPCMessage | null;
+          try {
+            message = buffer.readMessage();
+          } catch (err) {
+            this.onerror?.(err as Error); // a non-JSON line: skipped
+            continue;
+          }
+          if (!message) break;
+          this.onmessage?.(message);
+        }
+      }
+    } catch { /* process gone */ }
+  }
+
+  async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
+    const decoder = new TextDecoder();
+    let partial = "";
+    try {
+      for await (const chunk of stderr) {
+        const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
+        partial = lines.pop() ?? "";
+        for (const line of lines.filter((l) => l.trim())) {
+          this.#stderr.push(line);
+          if (this.#stderr.length > STDERR_LINES) this.#stderr.shift();
+          this.#onStderr?.(line);
+        }
+      }
+    } catch { /* process gone */ }
+  }
+}

@@ -1,0 +1,60 @@
+import { join } from "node:path";
+import type { AuditLog } from "../../audit/audit.ts";
+import type { Config } from "../../config/config.ts";
+import { DepsState } from "../../deps/deps_state.ts";
+import { type Installer, NpmInstaller } from "../../deps/installer.ts";
+import type { MetadataSource } from "../../deps/metadata.ts";
+import { CatalogueSource, ChainSource, PrivateMcpSource } from "../../deps/sources.ts";
+import type { RoutingResolver } from "../../routing/routing.ts";
+import type { Clock } from "./clock.ts";
+import { PidFile } from "./pid_file.ts";
+import { StdioProcessManager, type Supervision } from "./process_manager.ts";
+import { StdioTarget } from "./stdio_target.ts";
+
+/** Overrides for tests and embedding (`createGateway(config, { stdio })`). */
+export interface StdioOptions {
+  /** Registry metadata, consulted after `.pml.json` `private_mcps` (default: the built-in catalogue). */
+  readonly source?: MetadataSource;
+  readonly installer?: Installer;
+  readonly clock?: Clock;
+  readonly supervision?: Partial<Supervision>;
+  readonly callTimeoutMs?: number;
+  /** Install folder (default `<workspace>/.pml/deps`). */
+  readonly depsDir?: string;
+  readonly denoPath?: string;
+}
+
+/**
+ * Builds the {@link StdioTarget} and its {@link StdioProcessManager} from the config. Namespaces in
+ * `exclude` (those of the built-in std tools) are never taken from the catalogue.
+ */
+export function createStdioTarget(
+  config: Config,
+  deps: { audit: AuditLog; routing: RoutingResolver; exclude?: Iterable<string> },
+  opts: StdioOptions = {},
+): { target: StdioTarget; manager: StdioProcessManager } {
+  const manager = new StdioProcessManager({
+    clock: opts.clock,
+    supervision: opts.supervision,
+    pids: new PidFile(config.workspace),
+  });
+  const source = new ChainSource([
+    new PrivateMcpSource(config.privateMcps),
+    opts.source ?? new CatalogueSource(undefined, { exclude: deps.exclude }),
+  ]);
+  const target = new StdioTarget({
+    source,
+    installer: opts.installer ?? new NpmInstaller({ env: config.env }),
+    manager,
+    state: new DepsState(config.workspace),
+    audit: deps.audit,
+    routing: deps.routing,
+    workspace: config.workspace,
+    env: config.env,
+    depsDir: opts.depsDir ?? join(config.workspace, ".pml", "deps"),
+    denoPath: opts.denoPath ?? Deno.execPath(),
+    denoDir: join(config.pmlHome, "deno"),
+    callTimeoutMs: opts.callTimeoutMs,
+  });
+  return { target, manager };
+}

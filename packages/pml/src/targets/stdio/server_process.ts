@@ -1,0 +1,148 @@
+import { Client } from "../../sdk/client.ts";
+import { type CallToolResult, ErrorCode, McpError } from "../../sdk/types.ts";
+import type { LaunchSpec } from "../../deps/launch.ts";
+import { PmlError } from "../../errors.ts";
+import { ChildTransport, type ExitInfo } from "./child_transport.ts";
+
+/** Options of one call to a running server. */
+export interface ServerCallOptions {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+}
+
+function describeExit(exit: ExitInfo): string {
+  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}
+
+/**
+ * One running stdio MCP server: a child process and an SDK `Client` over it. Concurrent calls share
+ * the process; the client multiplexes them by JSON-RPC id.
+ */
+export class ServerProcess {
+  readonly spec: LaunchSpec;
+  readonly #transport: ChildTransport;
+  readonly #client: Client;
+  #inFlight = 0;
+
+  private constructor(spec: LaunchSpec, transport: ChildTransport, client: Client) {
+    this.spec = spec;
+    this.#transport = transport;
+    this.#client = client;
+  }
+
+  /**
+   * Spawns the server and runs the MCP handshake. A server that exits or does not answer
+   * `initialize` within `startTimeoutMs` fails with `DEPENDENCY_START_FAILED` (stderr quoted).
+   */
+  static async start(
+    spec: LaunchSpec,
+    opts: {
+      startTimeoutMs: number;
+      onSpawn?: (pid: number) => void;
+      onStderr?: (line: string) => void;
+    },
+  ): Promise<ServerProcess> {
+    const transport = new ChildTransport(spec, { onStderr: opts.onStderr });
+    const client = new Client({ name: "pml", version: "0.1.0" }, { capabilities: {} });
+    try {
+      await client.connect(transport, { timeout: opts.startTimeoutMs });
+    } catch (err) {
+      const exit = transport.exit;
+      await transport.close(0);
+      const why = exit ? describeExit(exit) : (err as Error).message;
+      const tail = transport.stderrTail();
+      throw new PmlError(
+        "DEPENDENCY_START_FAILED",
+        `Cannot start ${spec.server} ("${spec.command} ${spec.args.join(" ")}"): it ${why}` +
+          (tail ? `\nstderr:\n${tail}` : ""),
+        { cause: err },
+      );
+    }
+    if (transport.pid) opts.onSpawn?.(transport.pid);
+    return new ServerProcess(spec, transport, client);
+  }
+
+  get pid(): number {
+    return this.#transport.pid!;
+  }
+
+  get alive(): boolean {
+    return this.#transport.exit === undefined;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Resolves when the process has exited. */
+  get exited(): Promise<ExitInfo> {
+    return this.#transport.exited;
+  }
+
+  /**
+   * Calls tool `action`. A crash during the call fails it with `DEPENDENCY_CRASHED`, no answer
+   * within `timeoutMs` with `RPC_TIMEOUT` (the server is told to cancel; the process keeps running).
+   */
+  async call(
+    toolId: string,
+    action: string,
+    args: Record<string, unknown>,
+    opts: ServerCallOptions,
+  ): Promise<CallToolResult> {
+    this.#inFlight++;
+    try {
+      return await this.#client.callTool({ name: action, arguments: args }, undefined, {
+        timeout: opts.timeoutMs,
+        signal: opts.signal,
+        onprogress: opts.onprogress,
+      }) as CallToolResult;
+    } catch (err) {
+      const closed = err instanceof McpError && err.code === ErrorCode.ConnectionClosed;
+      const exit = this.#transport.exit ?? (closed ? await this.#settled() : undefined);
+      if (exit && !exit.requested) {
+        const tail = this.#transport.stderrTail();
+        throw new PmlError(
+          "DEPENDENCY_CRASHED",
+          `"${toolId}" failed: the ${this.spec.server} server ${
+            describeExit(exit)
+          } during the call; ` +
+            `it will be restarted on the next call` + (tail ? `\nstderr:\n${tail}` : ""),
+          { cause: err },
+        );
+      }
+      if (exit) {
+        throw new PmlError(
+          "DEPENDENCY_STOPPED",
+          `"${toolId}" failed: the ${this.spec.server} server was stopped (PML is shutting down)`,
+          { cause: err },
+        );
+      }
+      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        throw new PmlError(
+          "RPC_TIMEOUT",
+          `"${toolId}" timed out after ${opts.timeoutMs} ms: the ${this.spec.server} server did not answer`,
+          { cause: err },
+        );
+      }
+      throw err;
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  /** Stops the process group (SIGTERM, SIGKILL after `graceMs`). */
+  async stop(graceMs = 500): Promise<void> {
+    await this.#transport.close(graceMs);
+    await this.#client.close().catch(() => {});
+  }
+
+  /** After a connection error, gives the exit status a moment to arrive (pipe closed first). */
+  async #settled(): Promise<ExitInfo | undefined> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 200)));
+    const exit = await Promise.race([this.#transport.exited.then((e) => e), late]);
+    clearTimeout(timer);
+    return this.#transport.exit ?? exit;
+  }
+}

@@ -1,0 +1,275 @@
+import { join, relative } from "node:path";
+import type { CallToolResult } from "../../sdk/types.ts";
+import type { AuditLog } from "../../audit/audit.ts";
+import type { DepsState } from "../../deps/deps_state.ts";
+import type { InstalledPackage, Installer } from "../../deps/installer.ts";
+import {
+  commandLaunch,
+  denoLaunch,
+  type LaunchSpec,
+  missingEnv,
+  missingEnvMessage,
+} from "../../deps/launch.ts";
+import type { DependencyMeta, MetadataSource } from "../../deps/metadata.ts";
+import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
+import type { ApprovalDecision } from "../../permission/approvals.ts";
+import type { RoutingResolver } from "../../routing/routing.ts";
+import {
+  type CallContext,
+  errorResult,
+  type Target,
+  type ToolCall,
+  type ToolInfo,
+} from "../target.ts";
+import type { StdioProcessManager } from "./process_manager.ts";
+
+/** What a {@link StdioTarget} needs; every piece of I/O is injected. */
+export interface StdioTargetDeps {
+  readonly source: MetadataSource;
+  readonly installer: Installer;
+  readonly manager: StdioProcessManager;
+  readonly state: DepsState;
+  readonly audit: AuditLog;
+  readonly routing: RoutingResolver;
+  readonly workspace: string;
+  /** Environment snapshot: declared variables are taken from here. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Where npm packages are installed, one folder per `<server>@<version>`. */
+  readonly depsDir: string;
+  readonly denoPath: string;
+  readonly denoDir: string;
+  /** Per-call timeout (default 60 s). */
+  readonly callTimeoutMs?: number;
+}
+
+const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+
+/**
+ * Stdio MCP servers as tools (DESIGN §8 "stdio dependency"). `tools/list` comes from metadata
+ * without starting anything. The first call asks a `dependency` approval, installs the pinned npm
+ * package (progress reported), verifies its integrity, records it in `.pml/deps.json`, and starts the
+ * server under Deno with the permissions its metadata declares; later calls go straight to the
+ * running process.
+ */
+export class StdioTarget implements Target {
+  readonly name = "stdio";
+  readonly #d: StdioTargetDeps;
+  /** Verified launch specs, by server, with the metadata version they were made for. */
+  readonly #ready = new Map<string, { pin: string; spec: LaunchSpec }>();
+  readonly #installs = new Map<string, Promise<LaunchSpec>>();
+
+  constructor(deps: StdioTargetDeps) {
+    this.#d = deps;
+  }
+
+  async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
+    const tools: ToolInfo[] = [];
+    for (const server of await this.#d.source.list()) {
+      if (namespaces && !namespaces.has(server)) continue;
+      let meta: DependencyMeta | undefined;
+      try {
+        meta = await this.#d.source.get(server);
+      } catch (err) {
+        console.error(`pml: skipping stdio server "${server}": ${errorMessage(err)}`);
+        continue;
+      }
+      for (const t of meta?.tools ?? []) {
+        const id = `${server}:${t.action}`;
+        tools.push({
+          id,
+          description: t.description,
+          inputSchema: t.inputSchema,
+          routing: this.#d.routing.routeOf(id),
+        });
+      }
+    }
+    return tools;
+  }
+
+  async provides(toolId: string): Promise<boolean> {
+    const colon = toolId.indexOf(":");
+    const meta = await this.#d.source.get(toolId.slice(0, colon)).catch(() => undefined);
+    const action = toolId.slice(colon + 1);
+    return meta !== undefined &&
+      (meta.tools.length === 0 || meta.tools.some((t) => t.action === action));
+  }
+
+  async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+    const meta = await this.#d.source.get(call.ns);
+    if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
+    const missing = missingEnv(meta, this.#d.env);
+    if (missing.length) {
+      return errorResult(missingEnvMessage(meta.server, missing), {
+        status: "error",
+        code: "api_key_required",
+        server: meta.server,
+        missing,
+      });
+    }
+    const pin = pinOf(meta);
+    const ready = this.#ready.get(meta.server);
+    if (ready?.pin === pin) return await this.#run(ready.spec, call, ctx);
+    let spec: LaunchSpec | undefined;
+    try {
+      spec = await this.#recorded(meta);
+    } catch (err) {
+      return await this.#refuse(meta, err);
+    }
+    if (spec) {
+      this.#ready.set(meta.server, { pin, spec });
+      return await this.#run(spec, call, ctx);
+    }
+    return await ctx.ask(
+      {
+        type: "dependency",
+        description: meta.package
+          ? `Install ${meta.server}@${meta.package.version}? (npm package ${meta.package.name}, run under Deno with only the permissions it declares)`
+          : `Run ${meta.server} with "${
+            [meta.command, ...meta.args].join(" ")
+          }"? (a raw command: not sandboxed)`,
+        context: {
+          server: meta.server,
+          fqdn: meta.fqdn,
+          package: meta.package,
+          command: [meta.command, ...meta.args],
+          permissions: meta.permissions,
+          envRequired: meta.envRequired,
+          warnings: meta.warnings,
+          source: meta.source,
+        },
+      },
+      (decision) => this.#afterApproval(decision, meta, call, ctx),
+    );
+  }
+
+  async close(): Promise<void> {
+    // The process manager is closed by its owner (the gateway's resources).
+  }
+
+  async #afterApproval(
+    decision: ApprovalDecision,
+    meta: DependencyMeta,
+    call: ToolCall,
+    ctx: CallContext,
+  ): Promise<CallToolResult> {
+    if (decision === "no") {
+      return errorResult(
+        meta.package
+          ? `Installation of ${meta.server}@${meta.package.version} refused: nothing was installed and "${call.toolId}" did not run`
+          : `Running ${meta.server} refused: "${call.toolId}" did not run`,
+      );
+    }
+    let spec: LaunchSpec;
+    try {
+      let pending = this.#installs.get(meta.server);
+      if (!pending) {
+        pending = this.#install(meta, ctx).finally(() => this.#installs.delete(meta.server));
+        this.#installs.set(meta.server, pending);
+      }
+      spec = await pending;
+    } catch (err) {
+      return await this.#refuse(meta, err);
+    }
+    this.#ready.set(meta.server, { pin: pinOf(meta), spec });
+    return await this.#run(spec, call, ctx);
+  }
+
+  /** The launch spec of an install recorded for exactly this metadata, verified; else undefined. */
+  async #recorded(meta: DependencyMeta): Promise<LaunchSpec | undefined> {
+    const rec = await this.#d.state.get(meta.server);
+    if (!meta.package) {
+      const same = rec?.mode === "command" &&
+        JSON.stringify(rec.command) === JSON.stringify([meta.command, ...meta.args]);
+      return same ? commandLaunch(meta, this.#d) : undefined;
+    }
+    const pkg = meta.package;
+    if (
+      rec?.mode !== "deno" || rec.package !== pkg.name || rec.version !== pkg.version ||
+      rec.integrity !== pkg.integrity
+    ) {
+      return undefined;
+    }
+    const installed = await this.#d.installer.inspect(pkg, this.#dirOf(meta));
+    return installed ? this.#denoSpec(meta, installed) : undefined;
+  }
+
+  async #install(meta: DependencyMeta, ctx: CallContext): Promise<LaunchSpec> {
+    const installedAt = new Date().toISOString();
+    if (!meta.package) {
+      await this.#d.state.record(meta.server, {
+        mode: "command",
+        command: [meta.command, ...meta.args],
+        installedAt,
+      });
+      return commandLaunch(meta, this.#d);
+    }
+    const dir = this.#dirOf(meta);
+    const installed = await this.#d.installer.install(
+      meta.package,
+      dir,
+      async (step, total, message) => {
+        await ctx.progress?.(step, total, message).catch(() => {});
+      },
+    );
+    await this.#d.state.record(meta.server, {
+      mode: "deno",
+      package: meta.package.name,
+      version: meta.package.version,
+      integrity: installed.integrity,
+      dir: relative(this.#d.workspace, dir),
+      installedAt,
+    });
+    await this.#d.audit.write("integrity", {
+      server: meta.server,
+      package: meta.package.name,
+      version: meta.package.version,
+      integrity: installed.integrity,
+      result: "verified",
+    });
+    return this.#denoSpec(meta, installed);
+  }
+
+  async #run(spec: LaunchSpec, call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+    try {
+      return await this.#d.manager.call(spec, call.toolId, call.action, call.args, {
+        timeoutMs: this.#d.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+        signal: ctx.signal,
+        onprogress: ctx.progress
+          ? (p) => void ctx.progress!(p.progress, p.total, p.message).catch(() => {})
+          : undefined,
+      });
+    } catch (err) {
+      if (isPmlError(err)) return errorResult(err.message, { status: "error", code: err.code });
+      throw err;
+    }
+  }
+
+  async #refuse(meta: DependencyMeta, err: unknown): Promise<CallToolResult> {
+    if (!isPmlError(err)) throw err;
+    if (err.code === "INTEGRITY_MISMATCH") {
+      this.#ready.delete(meta.server);
+      await this.#d.state.forget(meta.server);
+      await this.#d.audit.write("integrity", {
+        server: meta.server,
+        ...err.details,
+        result: "refused",
+      });
+    }
+    return errorResult(err.message, { status: "error", code: err.code, ...err.details });
+  }
+
+  #denoSpec(meta: DependencyMeta, installed: InstalledPackage): LaunchSpec {
+    return denoLaunch(meta, installed, this.#d);
+  }
+
+  #dirOf(meta: DependencyMeta): string {
+    if (!meta.package) throw new PmlError("METADATA_INVALID", `${meta.server} has no npm package`);
+    return join(this.#d.depsDir, `${meta.server}@${meta.package.version}`);
+  }
+}
+
+function pinOf(meta: DependencyMeta): string {
+  return meta.package
+    ? `${meta.package.name}@${meta.package.version}#${meta.package.integrity}`
+    : JSON.stringify([meta.command, ...meta.args]);
+}

@@ -1,0 +1,172 @@
+import { join } from "node:path";
+import { assert, assertEquals, assertMatch, assertStringIncludes } from "../../testing/assert.ts";
+import { gatewayFor, tempWorkspace, textOf } from "../../testing/workspace.ts";
+import { NpmInstaller } from "../../deps/installer.ts";
+import { catalogueEntry, pidsWith } from "./_testing.ts";
+
+/** Tests install from npm's local cache only: no network. */
+const stdio = { installer: new NpmInstaller({ offline: true }) };
+const MEMORY = catalogueEntry("memory");
+const PKG = MEMORY.package as { name: string; version: string; integrity: string };
+
+/**
+ * memory as a `private_mcps` entry. `.pml.json` expands `${VAR}` from the environment, so the
+ * catalogue's `${packageDir}` grant is replaced by the workspace, where MEMORY_FILE_PATH points.
+ */
+function privateMemory(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    ...MEMORY,
+    permissions: { read: [], write: [], net: [], env: ["MEMORY_FILE_PATH"] },
+    ...overrides,
+  };
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("memory: tools listed without starting it; approve → install (progress) → call → recorded", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["memory"], ask: [], deny: [] } });
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, { stdio, elicit: (m) => (asked.push(m), "yes") });
+  const { tools } = await g.client.listTools();
+  const create = tools.find((t) => t.name === "memory__create_entities");
+  assert(create, "memory tools are listed from metadata");
+  assertEquals(create.title, "memory:create_entities");
+  assertEquals(pidsWith(ws.dir).length, 0, "listing starts nothing");
+
+  const progress: string[] = [];
+  const r = await g.client.callTool(
+    {
+      name: "memory:create_entities",
+      arguments: { entities: [{ name: "pml", entityType: "project", observations: ["gateway"] }] },
+    },
+    undefined,
+    { onprogress: (p) => void progress.push(p.message ?? "") },
+  );
+  assert(!r.isError, textOf(r));
+  assertEquals(asked, [
+    `Install memory@${PKG.version}? (npm package ${PKG.name}, run under Deno with only the permissions it declares)`,
+  ]);
+  assert(
+    progress.some((m) => m.startsWith(`Installing ${PKG.name}@${PKG.version}`)),
+    progress.join("|"),
+  );
+  assert(progress.some((m) => m.startsWith("Verifying")), progress.join("|"));
+
+  const deps = JSON.parse(ws.read(".pml/deps.json"));
+  assertEquals(deps.installed.memory.package, PKG.name);
+  assertEquals(deps.installed.memory.version, PKG.version);
+  assertEquals(deps.installed.memory.integrity, PKG.integrity);
+  assertMatch(deps.installed.memory.installedAt, /^\d{4}-\d\d-\d\dT/);
+  assertStringIncludes(ws.read(".pml/audit.log"), '"result":"verified"');
+
+  const read = await g.client.callTool({ name: "memory__read_graph", arguments: {} });
+  assertStringIncludes(textOf(read), '"name": "pml"');
+  assertEquals(asked.length, 1, "an installed dependency of an allowed tool is not asked again");
+  assertEquals(pidsWith(ws.dir).length, 1, "one process");
+});
+
+Deno.test("memory: deny → nothing installed, nothing recorded, nothing started", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["memory"], ask: [], deny: [] } });
+  await using g = await gatewayFor(ws, { stdio, elicit: () => "no" });
+  const r = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
+  assert(r.isError);
+  assertStringIncludes(
+    textOf(r),
+    `Installation of memory@${PKG.version} refused: nothing was installed`,
+  );
+  assertEquals(exists(join(ws.dir, ".pml", "deps")), false);
+  assertEquals(exists(join(ws.dir, ".pml", "deps.json")), false);
+  assertEquals(pidsWith(ws.dir).length, 0);
+});
+
+Deno.test("memory: without elicitation the install is an approval_required answered by pml:continue", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["memory"], ask: [], deny: [] } });
+  await using g = await gatewayFor(ws, { stdio });
+  const first = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
+  const body = first.structuredContent as Record<string, unknown>;
+  assertEquals(body.status, "approval_required");
+  assertEquals(body.approval_type, "dependency");
+  assertEquals((body.context as { package: unknown }).package, PKG);
+  const done = await g.client.callTool({
+    name: "pml:continue",
+    arguments: { workflow_id: body.workflow_id, decision: "yes" },
+  });
+  assert(!done.isError, textOf(done));
+  assertStringIncludes(textOf(done), "entities");
+});
+
+Deno.test("tampered integrity: refused with expected and actual values, nothing installed or run", async () => {
+  const tampered = "sha512-" + "A".repeat(86) + "==";
+  await using ws = tempWorkspace({
+    permissions: { allow: ["memory"], ask: [], deny: [] },
+    private_mcps: { memory: privateMemory({ package: { ...PKG, integrity: tampered } }) },
+  });
+  await using g = await gatewayFor(ws, { stdio, elicit: () => "yes" });
+  const r = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
+  assert(r.isError);
+  const text = textOf(r);
+  assertStringIncludes(text, `Integrity check failed for ${PKG.name}@${PKG.version}`);
+  assertStringIncludes(text, `expected ${tampered}`);
+  assertStringIncludes(text, `got ${PKG.integrity}`);
+  assertEquals((r.structuredContent as Record<string, unknown>).code, "INTEGRITY_MISMATCH");
+  assertEquals(exists(join(ws.dir, ".pml", "deps", `memory@${PKG.version}`)), false);
+  assertEquals([...Deno.readDirSync(join(ws.dir, ".pml", "deps"))].length, 0, "no staging left");
+  assertEquals(exists(join(ws.dir, ".pml", "deps.json")), false);
+  assertStringIncludes(ws.read(".pml/audit.log"), '"result":"refused"');
+  assertEquals(pidsWith(ws.dir).length, 0);
+});
+
+Deno.test("installed package tampered on disk after install: refused before the next start", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["memory"], ask: [], deny: [] } });
+  {
+    await using g = await gatewayFor(ws, { stdio, elicit: () => "yes" });
+    const r = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
+    assert(!r.isError, textOf(r));
+  }
+  const lockPath = join(ws.dir, ".pml", "deps", `memory@${PKG.version}`, "package-lock.json");
+  const forged = "sha512-" + "B".repeat(86) + "==";
+  Deno.writeTextFileSync(lockPath, Deno.readTextFileSync(lockPath).replace(PKG.integrity, forged));
+  await using g = await gatewayFor(ws, { stdio, elicit: () => "no" });
+  const r = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
+  assert(r.isError);
+  assertStringIncludes(textOf(r), `expected ${PKG.integrity}, got ${forged}`);
+  assertEquals(pidsWith(ws.dir).length, 0);
+});
+
+Deno.test("env: a missing required variable is a clear error; the process gets only declared variables", async () => {
+  const everything = catalogueEntry("everything");
+  await using ws = tempWorkspace({
+    permissions: { allow: ["everything", "weather"], ask: [], deny: [] },
+    private_mcps: {
+      everything: {
+        ...everything,
+        permissions: { read: [], write: [], net: [], env: ["ALLOWED_VAR", "PML_API_KEY"] },
+      },
+      weather: privateMemory({
+        install: { ...(MEMORY.install as object), envRequired: ["WEATHER_API_KEY"] },
+      }),
+    },
+  });
+  await using g = await gatewayFor(ws, {
+    stdio,
+    elicit: () => "yes",
+    env: { ALLOWED_VAR: "visible", PML_API_KEY: "pml-secret", OTHER_SERVER_KEY: "other-secret" },
+  });
+  const missing = await g.client.callTool({ name: "weather:read_graph", arguments: {} });
+  assert(missing.isError);
+  assertStringIncludes(textOf(missing), "weather requires WEATHER_API_KEY");
+  assertStringIncludes(textOf(missing), ".mcp.json");
+  assertEquals((missing.structuredContent as Record<string, unknown>).code, "api_key_required");
+  assertEquals(exists(join(ws.dir, ".pml", "deps.json")), false, "nothing installed for it");
+
+  const env = await g.client.callTool({ name: "everything:get-env", arguments: {} });
+  assert(!env.isError, textOf(env));
+  assertEquals(JSON.parse(textOf(env)), { ALLOWED_VAR: "visible" });
+});
