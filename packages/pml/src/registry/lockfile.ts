@@ -1,0 +1,152 @@
+/**
+ * The integrity lockfile `.pml/mcp.lock` (DESIGN §7):
+ * `{"version":1,"entries":{"<4-part name>":{"fqdn","integrity","type","routing","fetchedAt"}}}`.
+ *
+ * Loaded once per session; entries no longer matched by `allow`/`ask` are dropped on load (the
+ * next use fetches and records them again). Writes are atomic and serialised. A lockfile that does
+ * not parse is reported (`LOCKFILE_CORRUPT`), never silently replaced.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { z } from "zod";
+import { writeFileAtomic } from "../config/write_json.ts";
+import { PmlError } from "../errors.ts";
+import { matchesPattern, type Permissions } from "../permission/patterns.ts";
+import { parseFqdn } from "./fqdn.ts";
+
+/** Path of the lockfile in `workspace`. */
+export function lockfilePath(workspace: string): string {
+  return join(workspace, ".pml", "mcp.lock");
+}
+
+const EntrySchema = z.object({
+  fqdn: z.string(),
+  integrity: z.string().regex(/^sha256-[A-Za-z0-9+/]{43}=$/, "an sha256-<base64> integrity"),
+  type: z.enum(["deno", "stdio", "http"]),
+  routing: z.enum(["client", "server"]),
+  fetchedAt: z.string(),
+});
+const FileSchema = z.object({ version: z.literal(1), entries: z.record(z.string(), EntrySchema) });
+
+/** One pinned registry entry. */
+export type LockEntry = z.infer<typeof EntrySchema>;
+
+/**
+ * True when `permissions` still name the entry `name`: a deno entry by its tool id
+ * (`namespace:action`), a stdio/http server (`pml.mcp.<server>.server`) by any pattern of its
+ * namespace.
+ */
+export function lockEntryKept(
+  name: string,
+  type: LockEntry["type"],
+  permissions: Permissions,
+): boolean {
+  const { namespace, action } = parseFqdn(name);
+  const patterns = [...permissions.allow, ...permissions.ask];
+  if (type === "deno") return patterns.some((p) => matchesPattern(p, `${namespace}:${action}`));
+  return patterns.some((p) => p === "*" || p.split(":")[0] === namespace);
+}
+
+/** The lockfile of one workspace. Use {@link Lockfile.open}. */
+export class Lockfile {
+  readonly path: string;
+  /** Names dropped by the clean-up on load. */
+  readonly dropped: readonly string[];
+  #entries: Map<string, LockEntry>;
+  #chain: Promise<void> = Promise.resolve();
+
+  private constructor(path: string, entries: Map<string, LockEntry>, dropped: string[]) {
+    this.path = path;
+    this.#entries = entries;
+    this.dropped = dropped;
+  }
+
+  /**
+   * Reads the lockfile (an absent one is empty), drops entries the permissions no longer name and
+   * saves the result if anything was dropped.
+   *
+   * @throws {PmlError} `LOCKFILE_CORRUPT` when the file is not a valid lockfile.
+   */
+  static async open(workspace: string, permissions?: Permissions): Promise<Lockfile> {
+    const path = lockfilePath(workspace);
+    const entries = await readEntries(path);
+    const dropped: string[] = [];
+    if (permissions) {
+      for (const [name, entry] of entries) {
+        let kept = false;
+        try {
+          kept = lockEntryKept(name, entry.type, permissions);
+        } catch { /* an unparsable key is not kept */ }
+        if (!kept) {
+          entries.delete(name);
+          dropped.push(name);
+        }
+      }
+    }
+    const lock = new Lockfile(path, entries, dropped);
+    if (dropped.length) await lock.#save();
+    return lock;
+  }
+
+  /** Reads without cleaning or writing (for `pml status`). */
+  static async read(workspace: string): Promise<Lockfile> {
+    const path = lockfilePath(workspace);
+    return new Lockfile(path, await readEntries(path), []);
+  }
+
+  get(name: string): LockEntry | undefined {
+    return this.#entries.get(name);
+  }
+
+  /** All entries, sorted by name. */
+  entries(): [string, LockEntry][] {
+    return [...this.#entries].sort(([a], [b]) => (a < b ? -1 : 1));
+  }
+
+  /** Records (or replaces) the entry of `name` and saves. */
+  async record(name: string, entry: LockEntry): Promise<void> {
+    this.#entries.set(name, EntrySchema.parse(entry));
+    await this.#save();
+  }
+
+  #save(): Promise<void> {
+    const run = async () => {
+      const file = { version: 1, entries: Object.fromEntries(this.entries()) };
+      await writeFileAtomic(this.path, JSON.stringify(file, null, 2) + "\n");
+    };
+    const next = this.#chain.then(run, run);
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+}
+
+async function readEntries(path: string): Promise<Map<string, LockEntry>> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return new Map();
+    throw new PmlError(
+      "LOCKFILE_CORRUPT",
+      `Cannot read the lockfile "${path}": ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
+  }
+  let problem: string;
+  try {
+    const parsed = FileSchema.safeParse(JSON.parse(text));
+    if (parsed.success) return new Map(Object.entries(parsed.data.entries));
+    const issue = parsed.error.issues[0];
+    problem = `field "${issue.path.join(".") || "(top level)"}": ${issue.message}`;
+  } catch (err) {
+    problem = `not valid JSON (${(err as Error).message})`;
+  }
+  throw new PmlError(
+    "LOCKFILE_CORRUPT",
+    `The lockfile "${path}" is corrupt: ${problem}. It was left as is; fix it, or delete it to pin every registry MCP again on next use`,
+    { details: { path } },
+  );
+}

@@ -1,0 +1,263 @@
+import { join } from "node:path";
+import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
+import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
+import { routeFetch, testRegistry } from "./_testing.ts";
+import { integrityToHex } from "./integrity.ts";
+
+const V1 =
+  `export async function hello(args: { name?: string }) { return "hello v1 " + (args.name ?? "you"); }`;
+const V2 =
+  `export async function hello(args: { name?: string }) { return "hello v2 " + (args.name ?? "you"); }`;
+
+function pmlJson(registries: string[], extra: Record<string, unknown> = {}) {
+  return { registries, permissions: { allow: ["greet:*"], ask: [], deny: [] }, ...extra };
+}
+
+function lock(ws: { read(p: string): string }) {
+  return JSON.parse(ws.read(".pml/mcp.lock")) as {
+    version: number;
+    entries: Record<
+      string,
+      { fqdn: string; integrity: string; type: string; routing: string; fetchedAt: string }
+    >;
+  };
+}
+
+Deno.test("registry: first fetch records the lock; same hash runs without prompt or network", async () => {
+  await using reg = await testRegistry();
+  const fqdn = await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  const warnings: string[] = [];
+  {
+    await using g = await gatewayFor(ws, {
+      registry: { fetch: reg.fetch, warn: (l) => warnings.push(l) },
+    });
+    const r = await g.client.callTool({ name: "greet:hello", arguments: { name: "ann" } });
+    assertEquals(textOf(r), "hello v1 ann");
+    const entry = lock(ws).entries["acme.tools.greet.hello"];
+    assertEquals(entry.fqdn, fqdn);
+    assertEquals(entry.type, "deno");
+    assert(
+      integrityToHex(entry.integrity)!.startsWith(fqdn.split(".")[4]),
+      "integrity computed from the bytes",
+    );
+    const before = reg.requests.length;
+    const again = await g.client.callTool({ name: "greet:hello", arguments: {} });
+    assertEquals(textOf(again), "hello v1 you");
+    assertEquals(reg.requests.length, before, "second use makes no network request");
+  }
+  // A new session revalidates with If-None-Match (304) and does not ask anything.
+  reg.requests.length = 0;
+  await using g2 = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+  const r2 = await g2.client.callTool({ name: "greet:hello", arguments: {} });
+  assertEquals(textOf(r2), "hello v1 you");
+  assertEquals(
+    reg.requests.filter((r) => r.startsWith("GET /mcp?")).length,
+    0,
+    "the locked name is used, no catalog",
+  );
+  assertStringIncludes(ws.read(".pml/audit.log"), '"event":"recorded"');
+});
+
+Deno.test("registry: changed code asks an integrity approval; refusal blocks, approval updates the lock", async () => {
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  {
+    await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+    assertEquals(
+      textOf(await g.client.callTool({ name: "greet:hello", arguments: {} })),
+      "hello v1 you",
+    );
+  }
+  const old = lock(ws).entries["acme.tools.greet.hello"];
+  const v2 = await reg.publish("greet", "hello", V2);
+  await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+  const ask = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  const body = ask.structuredContent as Record<string, string>;
+  assertEquals(body.status, "approval_required");
+  assertEquals(body.approval_type, "integrity");
+  assertStringIncludes(body.description, old.integrity);
+  const newEntryIntegrity =
+    (body as unknown as { context: { changes: { new: { integrity: string } }[] } })
+      .context.changes[0].new.integrity;
+  assertStringIncludes(body.description, newEntryIntegrity);
+  const refused = await g.client.callTool({
+    name: "pml:continue",
+    arguments: { workflow_id: body.workflow_id, decision: "no" },
+  });
+  assert(refused.isError);
+  assertStringIncludes(textOf(refused), "refused and not run");
+  assertEquals(
+    lock(ws).entries["acme.tools.greet.hello"].integrity,
+    old.integrity,
+    "lock unchanged",
+  );
+  // Asked again on the next call; "yes" runs the new code and pins it.
+  const ask2 = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  const id2 = (ask2.structuredContent as Record<string, string>).workflow_id;
+  const ok = await g.client.callTool({
+    name: "pml:continue",
+    arguments: { workflow_id: id2, decision: "yes" },
+  });
+  assertEquals(textOf(ok), "hello v2 you");
+  const updated = lock(ws).entries["acme.tools.greet.hello"];
+  assertEquals(updated.fqdn, v2);
+  assertEquals(updated.integrity, newEntryIntegrity);
+  const audit = ws.read(".pml/audit.log");
+  assertStringIncludes(audit, '"event":"refused"');
+  assertStringIncludes(audit, '"event":"approved"');
+});
+
+Deno.test("registry: integrity approval through elicitation continues in the same call", async () => {
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  {
+    await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+    await g.client.callTool({ name: "greet:hello", arguments: {} });
+  }
+  await reg.publish("greet", "hello", V2);
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, {
+    registry: { fetch: reg.fetch },
+    elicit: (m) => (asked.push(m), "no"),
+  });
+  const r = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  assert(r.isError);
+  assertEquals(asked.length, 1);
+  assertStringIncludes(asked[0], "sha256-");
+});
+
+Deno.test("registry: tampered cache bytes are detected, audited and fetched again", async () => {
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  const warnings: string[] = [];
+  await using g = await gatewayFor(ws, {
+    registry: { fetch: reg.fetch, warn: (l) => warnings.push(l) },
+  });
+  await g.client.callTool({ name: "greet:hello", arguments: {} });
+  const hex = integrityToHex(lock(ws).entries["acme.tools.greet.hello"].integrity)!;
+  const cached = join(ws.home, ".pml", "registry", "modules", hex);
+  Deno.writeTextFileSync(cached, `export async function hello() { return "evil"; }`);
+  const r = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  assertEquals(textOf(r), "hello v1 you", "the tampered bytes never run");
+  assertStringIncludes(ws.read(".pml/audit.log"), '"event":"cache_tampered"');
+  assert(warnings.some((w) => w.includes("changed on disk")), warnings.join("\n"));
+  assertEquals(Deno.readTextFileSync(cached), V1, "the cache holds the verified bytes again");
+});
+
+Deno.test("registry down: cached module runs with a warning; an uncached one fails clearly", async () => {
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await reg.publish("greet", "bye", `export async function bye() { return "bye"; }`);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  {
+    await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+    await g.client.callTool({ name: "greet:hello", arguments: {} });
+  }
+  reg.down = true;
+  const warnings: string[] = [];
+  await using g = await gatewayFor(ws, {
+    registry: { fetch: reg.fetch, warn: (l) => warnings.push(l) },
+  });
+  const r = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  assertEquals(textOf(r), "hello v1 you");
+  assert(
+    warnings.some((w) => w.includes("registry unreachable") && w.includes("cached")),
+    warnings.join("\n"),
+  );
+  const bye = await g.client.callTool({ name: "greet:bye", arguments: {} });
+  assert(bye.isError);
+  assertStringIncludes(textOf(bye), "unreachable");
+  assertStringIncludes(textOf(bye), "not in the local cache");
+});
+
+Deno.test("registry: unknown tool, and 404 from the registry, are clear errors", async () => {
+  await using reg = await testRegistry();
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+  const r = await g.client.callTool({ name: "greet:nothing", arguments: {} }).catch((e) =>
+    e as Error
+  );
+  assert(r instanceof Error || r.isError);
+  assertStringIncludes(r instanceof Error ? r.message : textOf(r), "greet:nothing");
+});
+
+Deno.test("private_mcps override the registry, with a debug line", async () => {
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url], {
+    private_mcps: {
+      greet: { type: "deno", module: "mcps/greet.ts" },
+    },
+  }));
+  ws.write("mcps/greet.ts", `export async function hello() { return "private hello"; }`);
+  const warnings: string[] = [];
+  await using g = await gatewayFor(ws, {
+    registry: { fetch: reg.fetch, warn: (l) => warnings.push(l) },
+  });
+  const r = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  assertEquals(textOf(r), "private hello");
+  assert(
+    warnings.some((w) => w.includes("private_mcps") && w.includes("overrides")),
+    warnings.join("\n"),
+  );
+  assertEquals(
+    reg.requests.filter((q) => q.includes("greet")).length,
+    0,
+    "the registry is not asked",
+  );
+  const { tools } = await g.client.listTools();
+  assert(tools.some((t) => t.name === "greet__hello"));
+});
+
+Deno.test("two registries: the first that has the tool wins, in order", async () => {
+  await using a = await testRegistry("http://a.registry.test");
+  await using b = await testRegistry("http://b.registry.test");
+  await a.publish("greet", "hello", `export async function hello() { return "from a"; }`);
+  await b.publish("greet", "hello", `export async function hello() { return "from b"; }`);
+  await b.publish("greet", "only_b", `export async function only_b() { return "only b"; }`);
+  await using ws = tempWorkspace(pmlJson([a.url, b.url]));
+  await using g = await gatewayFor(ws, { registry: { fetch: routeFetch(a, b) } });
+  assertEquals(textOf(await g.client.callTool({ name: "greet:hello", arguments: {} })), "from a");
+  assertEquals(textOf(await g.client.callTool({ name: "greet:only_b", arguments: {} })), "only b");
+});
+
+Deno.test("tools/list shows the registry tools the permissions name", async () => {
+  await using reg = await testRegistry();
+  await reg.publish(
+    "greet",
+    "hello",
+    `export const __meta__ = { description: "Says hello", inputSchema: { type: "object", properties: { name: { type: "string" } } } };
+export async function hello() { return "hi"; }`,
+  );
+  await reg.publish("other", "thing", `export async function thing() { return 1; }`);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+  const names = (await g.client.listTools()).tools.map((t) => t.name);
+  assert(names.includes("greet__hello"), names.join(","));
+  assert(!names.includes("other__thing"), "not named by the permissions");
+  await g.client.callTool({ name: "greet:hello", arguments: {} });
+  const hello = (await g.client.listTools()).tools.find((t) => t.name === "greet__hello")!;
+  assertEquals(hello.description, "Says hello");
+});
+
+Deno.test("registry over a loopback socket (Deno.serve + real fetch)", async () => {
+  await using reg = await testRegistry();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, reg.app);
+  try {
+    const url = `http://127.0.0.1:${server.addr.port}`;
+    await reg.publish("greet", "hello", V1);
+    await using ws = tempWorkspace(pmlJson([url]));
+    await using g = await gatewayFor(ws);
+    assertEquals(
+      textOf(await g.client.callTool({ name: "greet:hello", arguments: { name: "net" } })),
+      "hello v1 net",
+    );
+    assert(lock(ws).entries["acme.tools.greet.hello"]);
+  } finally {
+    await server.shutdown();
+  }
+});

@@ -1,0 +1,266 @@
+/**
+ * `DenoModuleTarget` (DESIGN §8): runs deno modules from the registries (and `private_mcps`) in a
+ * sandbox subprocess with no read, write, net or run grant and no environment, with code
+ * generation from strings disabled. Before that: the loader's integrity, lockfile and import
+ * checks; an `integrity` approval when a locked hash changed; and the capability's approval mode
+ * from the tools it calls (`inferCapabilityApprovalMode`). Nested `mcp.*` calls go back through
+ * the gateway (`ctx.callTool`).
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { AuditLog } from "../../audit/audit.ts";
+import type { Config } from "../../config/config.ts";
+import { errorMessage, PmlError } from "../../errors.ts";
+import {
+  checkPermission,
+  inferCapabilityApprovalMode,
+  type Permissions,
+} from "../../permission/patterns.ts";
+import type { IntegrityChange, LoadedModule } from "../../registry/loader.ts";
+import type { RoutingResolver } from "../../routing/routing.ts";
+import type { SandboxPool } from "../../sandbox/pool.ts";
+import {
+  SandboxError,
+  type SandboxProcess,
+  type SandboxSpec,
+} from "../../sandbox/sandbox_process.ts";
+import type { CallToolResult } from "../../sdk/types.ts";
+import {
+  type CallContext,
+  errorResult,
+  type Target,
+  toCallToolResult,
+  type ToolCall,
+  type ToolInfo,
+} from "../target.ts";
+import { createRegistryStack, type RegistryStack } from "./_stack.ts";
+import { listRegistryTools } from "./_listing.ts";
+import { runFiles, syncRunFiles } from "./run_files.ts";
+
+/** Dependencies of {@link DenoModuleTarget}. */
+export interface DenoModuleTargetDeps {
+  readonly config: Config;
+  readonly pool: SandboxPool;
+  readonly audit: AuditLog;
+  readonly routing: RoutingResolver;
+  /** The live permissions (they change with "always"). */
+  readonly permissions: () => Permissions;
+  /** HTTP for the registries (default: the real `fetch`). */
+  readonly fetch?: typeof fetch;
+  /** Per registry request (default 10 s). */
+  readonly registryTimeoutMs?: number;
+  /** Per tool call in the sandbox (default 30 s; the sandbox is killed past it). */
+  readonly timeoutMs?: number;
+  /** Warnings and debug lines (default: stderr). */
+  readonly warn?: (line: string) => void;
+  readonly now?: () => number;
+}
+
+/** Deno error classes that mean the sandbox refused an operation. */
+const VIOLATIONS = new Set(["NotCapable", "PermissionDenied", "EvalError"]);
+
+/** See the module documentation. */
+export class DenoModuleTarget implements Target {
+  readonly name = "deno";
+  readonly stack: RegistryStack;
+  readonly #d: DenoModuleTargetDeps;
+  readonly #runRoot: string;
+  readonly #procs = new Map<string, SandboxProcess>();
+  readonly #known = new Map<string, { found: boolean; until: number }>();
+
+  constructor(deps: DenoModuleTargetDeps) {
+    this.#d = deps;
+    this.stack = createRegistryStack(deps);
+    this.#runRoot = join(deps.config.pmlHome, "registry", "run");
+  }
+
+  listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
+    return listRegistryTools(this.stack, this.#d, namespaces);
+  }
+
+  async provides(toolId: string): Promise<boolean> {
+    const [ns, action] = toolId.split(":");
+    const priv = await this.stack.privateMcps.denoSource(ns).catch(() => undefined);
+    if (priv) return !action.startsWith("_") && action !== "__meta__";
+    if (this.#d.config.privateMcps[ns]) return false;
+    const now = (this.#d.now ?? Date.now)();
+    const known = this.#known.get(toolId);
+    if (known && known.until > now) return known.found;
+    let found: boolean;
+    try {
+      const lock = await this.stack.lockfile();
+      found = lock.entries().some(([name, e]) => e.type === "deno" && toolOf(name) === toolId) ||
+        (await this.stack.client.findTool(toolId)) !== undefined;
+    } catch {
+      // Registry unreachable or lockfile corrupt: claim client tools so the call explains why.
+      return this.#d.routing.routeOf(toolId) === "client";
+    }
+    this.#known.set(toolId, { found, until: now + (found ? 3_600_000 : 60_000) });
+    return found;
+  }
+
+  async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+    let outcome;
+    try {
+      outcome = await this.stack.loader.load(call.toolId);
+    } catch (err) {
+      return errorResult(`Cannot load "${call.toolId}": ${errorMessage(err)}`, codeOf(err));
+    }
+    if (outcome.kind === "ready") return await this.#withApprovalMode(call, ctx, outcome.module);
+    const changes = outcome.changes;
+    return await ctx.ask(
+      {
+        type: "integrity",
+        description: describeChanges(call.toolId, changes),
+        context: { tool: call.toolId, changes },
+      },
+      async (decision) => {
+        if (decision === "no") {
+          await this.stack.loader.refuse(call.toolId, changes);
+          return errorResult(
+            `Integrity check failed for "${call.toolId}": the new code was refused and not run; the lockfile keeps ${
+              changes.map((c) => `${c.name} ${c.old.integrity}`).join(", ")
+            }`,
+            { status: "error", code: "INTEGRITY_REFUSED" },
+          );
+        }
+        return await this.#withApprovalMode(call, ctx, await outcome.accept());
+      },
+    );
+  }
+
+  async #withApprovalMode(
+    call: ToolCall,
+    ctx: CallContext,
+    module: LoadedModule,
+  ): Promise<CallToolResult> {
+    const perms = this.#d.permissions();
+    const toolsUsed = [...new Set([module, ...allDeps(module)].flatMap((m) => m.scan.toolsUsed))]
+      .sort();
+    const mode = inferCapabilityApprovalMode(toolsUsed, perms);
+    if (mode === "blocked") {
+      const denied = toolsUsed.filter((t) => checkPermission(t, perms) === "deny");
+      await this.#d.audit.write("permission_denied", {
+        tool: call.toolId,
+        reason: "capability_uses_denied_tool",
+        denied,
+      });
+      return errorResult(
+        `Permission denied: "${call.toolId}" calls ${
+          denied.map((t) => `"${t}"`).join(", ")
+        }, denied by .pml.json permissions`,
+      );
+    }
+    // "ask" once for the capability, unless the gateway has just asked for this very tool.
+    if (mode === "ask" && checkPermission(call.toolId, perms) !== "ask") {
+      return await ctx.ask(
+        {
+          type: "tool_permission",
+          description: `Run "${call.toolId}" (${module.fqdn})? It calls ${toolsUsed.join(", ")}`,
+          context: { tool: call.toolId, fqdn: module.fqdn, tools_used: toolsUsed },
+        },
+        async (decision) => {
+          if (decision !== "no") return await this.#run(call, ctx, module);
+          await this.#d.audit.write("permission_denied", { tool: call.toolId, by: "user" });
+          return errorResult(`Permission denied: the user refused "${call.toolId}"`);
+        },
+      );
+    }
+    return await this.#run(call, ctx, module);
+  }
+
+  async #run(call: ToolCall, ctx: CallContext, module: LoadedModule): Promise<CallToolResult> {
+    const { dir, files } = runFiles(this.#runRoot, module, call.ns);
+    const changed = await syncRunFiles(dir, files);
+    if (changed.length) {
+      await this.#d.audit.write("integrity", {
+        tool: call.toolId,
+        event: "run_files_restored",
+        dir,
+        files: changed,
+      });
+      (this.#d.warn ?? console.error)(
+        `pml: warning: run files of "${call.toolId}" had changed on disk; restored from the verified cache`,
+      );
+    }
+    const proc = this.#d.pool.get(this.specFor(join(dir, "entry.ts")));
+    const previous = this.#procs.get(call.toolId);
+    if (previous && previous !== proc && previous.inFlight === 0) previous.close();
+    this.#procs.set(call.toolId, proc);
+    try {
+      const value = await proc.call(
+        { ns: call.ns, action: call.action, args: call.args, workspace: "" },
+        { timeoutMs: this.#d.timeoutMs ?? 30_000, onMcp: ctx.callTool },
+      );
+      return toCallToolResult(value);
+    } catch (err) {
+      const violation = err instanceof SandboxError && VIOLATIONS.has(err.name);
+      const timeout = err instanceof PmlError && err.code === "SANDBOX_TIMEOUT";
+      if (violation || timeout) {
+        await this.#d.audit.write("sandbox_violation", {
+          tool: call.toolId,
+          fqdn: module.fqdn,
+          reason: timeout ? "timeout" : err.name,
+          message: (err as Error).message,
+        });
+      }
+      if (violation) {
+        return errorResult(
+          `"${call.toolId}" was refused by the sandbox: ${(err as Error).message}`,
+        );
+      }
+      if (err instanceof SandboxError || err instanceof PmlError) {
+        return errorResult(`"${call.toolId}" failed: ${err.message}`);
+      }
+      throw err;
+    }
+  }
+
+  /** The sandbox of a registry module, as data: no grants, no environment but Deno's cache dir. */
+  specFor(entry: string): SandboxSpec {
+    return {
+      entry,
+      read: [],
+      write: [],
+      net: [],
+      run: false,
+      env: {
+        DENO_DIR: join(this.#d.config.pmlHome, "deno"),
+        NO_COLOR: "1",
+        DENO_V8_FLAGS: "--disallow-code-generation-from-strings",
+      },
+      cwd: "/",
+    };
+  }
+
+  async close(): Promise<void> {
+    // Processes belong to the shared pool, closed by the gateway.
+  }
+}
+
+function toolOf(name: string): string {
+  const parts = name.split(".");
+  return `${parts[2]}:${parts[3]}`;
+}
+
+function allDeps(m: LoadedModule): LoadedModule[] {
+  return m.deps.flatMap((d) => [d.module, ...allDeps(d.module)]);
+}
+
+function codeOf(err: unknown): Record<string, unknown> | undefined {
+  return err instanceof PmlError
+    ? { status: "error", code: err.code, message: err.message }
+    : undefined;
+}
+
+/** The approval text: old and new hash of every changed entry. */
+export function describeChanges(toolId: string, changes: readonly IntegrityChange[]): string {
+  const lines = changes.map((c) =>
+    `${c.name}: locked ${c.old.integrity} (${c.old.fqdn}, fetched ${c.old.fetchedAt}), now ${c.new.integrity} (${c.new.fqdn})`
+  );
+  return `The code of "${toolId}" changed since it was pinned in .pml/mcp.lock. ${
+    lines.join("; ")
+  }. ` +
+    `This can be a legitimate update or a tampered registry or network. Run the new code and update the lockfile?`;
+}
