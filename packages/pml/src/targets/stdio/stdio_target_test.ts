@@ -170,3 +170,71 @@ Deno.test("env: a missing required variable is a clear error; the process gets o
   assert(!env.isError, textOf(env));
   assertEquals(JSON.parse(textOf(env)), { ALLOWED_VAR: "visible" });
 });
+
+Deno.test("filesystem server under Deno: works in the workspace; Deno's grants hold even if the server's own check would pass", async () => {
+  const fs = catalogueEntry("filesystem");
+  await using ws = tempWorkspace();
+  const outside = join(ws.root, "outside.txt");
+  Deno.writeTextFileSync(outside, "secret");
+  Deno.writeTextFileSync(
+    join(ws.dir, ".pml.json"),
+    JSON.stringify({
+      permissions: { allow: ["files", "loose"], ask: [], deny: [] },
+      private_mcps: {
+        // The catalogue's own "filesystem" namespace belongs to the std tools.
+        files: {
+          ...fs,
+          install: {
+            ...(fs.install as object),
+            args: [
+              "-y",
+              `${(fs.package as typeof PKG).name}@${(fs.package as typeof PKG).version}`,
+              ws.dir,
+            ],
+          },
+          permissions: { read: [ws.dir], write: [ws.dir] },
+        },
+        // The server is told it may use the whole temp root, but Deno only grants the workspace.
+        loose: {
+          ...fs,
+          install: {
+            ...(fs.install as object),
+            args: [
+              "-y",
+              `${(fs.package as typeof PKG).name}@${(fs.package as typeof PKG).version}`,
+              ws.root,
+            ],
+          },
+          permissions: { read: [ws.dir], write: [ws.dir] },
+        },
+      },
+    }),
+  );
+  ws.write("notes.txt", "hello from the workspace");
+  await using g = await gatewayFor(ws, { stdio, elicit: () => "yes" });
+  const read = await g.client.callTool({
+    name: "files:read_text_file",
+    arguments: { path: join(ws.dir, "notes.txt") },
+  });
+  assertEquals(textOf(read), "hello from the workspace");
+  const written = await g.client.callTool({
+    name: "files:write_file",
+    arguments: { path: join(ws.dir, "out.txt"), content: "written" },
+  });
+  assert(!written.isError, textOf(written));
+  assertEquals(ws.read("out.txt"), "written");
+  const refused = await g.client.callTool({
+    name: "files:read_text_file",
+    arguments: { path: outside },
+  });
+  assert(refused.isError);
+  assertStringIncludes(textOf(refused), "outside allowed directories");
+  const sandboxed = await g.client.callTool({
+    name: "loose:read_text_file",
+    arguments: { path: outside },
+  });
+  assert(sandboxed.isError, textOf(sandboxed));
+  assert(!textOf(sandboxed).includes("secret"));
+  // Deno refuses the server even a look at the temp root, so it does not start at all.
+  assertStringIncludes(textOf(sandboxed), `Cannot access directory ${ws.root}`);
+});
