@@ -1,5 +1,6 @@
 import { loadConfig } from "../config/config.ts";
 import { checkPermission } from "../permission/patterns.ts";
+import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
 
 /** `pml status`: where PML thinks it is and what it will do, without starting anything. */
@@ -18,6 +19,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
         checkPermission(t, config.permissions),
       ]),
     ),
+    lockfile: lockStatus(config.workspace, config.pmlHome, config.permissions),
   };
   if (opts.json) {
     io.stdout(JSON.stringify(status, null, 2) + "\n");
@@ -30,6 +32,10 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     `allow       ${config.permissions.allow.join(", ") || "-"}`,
     `ask         ${config.permissions.ask.join(", ") || "-"}`,
     `deny        ${config.permissions.deny.join(", ") || "-"}`,
+    `lockfile    ${status.lockfile.path}${
+      status.lockfile.error ? `: ${status.lockfile.error}` : ""
+    }`,
+    ...status.lockfile.rows.map((r) => `  ${r.fqdn}  ${r.type}  ${r.integrity}  ${r.state}`),
   ];
   io.stdout(lines.join("\n") + "\n");
   return 0;

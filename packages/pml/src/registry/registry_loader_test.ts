@@ -261,3 +261,35 @@ Deno.test("registry over a loopback socket (Deno.serve + real fetch)", async () 
     await server.shutdown();
   }
 });
+
+Deno.test("a corrupt lockfile is reported, not replaced; pml status shows lock entries", async () => {
+  const { runStatus } = await import("../cli/status.ts");
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  {
+    await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+    await g.client.callTool({ name: "greet:hello", arguments: {} });
+  }
+  let out = "";
+  const io = {
+    env: { HOME: ws.home, PML_WORKSPACE: ws.dir },
+    cwd: ws.dir,
+    home: ws.home,
+    stdout: (t: string) => (out += t),
+    stderr: () => {},
+    isTerminal: false,
+  };
+  runStatus(io, { json: false });
+  assertStringIncludes(out, "acme.tools.greet.hello.");
+  assertStringIncludes(out, "cached");
+  ws.write(".pml/mcp.lock", "{ broken");
+  await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+  const r = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  assert(r.isError);
+  assertStringIncludes(textOf(r), "corrupt");
+  assertEquals(ws.read(".pml/mcp.lock"), "{ broken");
+  out = "";
+  runStatus(io, { json: false });
+  assertStringIncludes(out, "corrupt");
+});

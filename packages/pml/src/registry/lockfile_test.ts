@@ -1,0 +1,70 @@
+import { join } from "node:path";
+import { assertEquals, assertRejects } from "../testing/assert.ts";
+import { isPmlError } from "../errors.ts";
+import { Lockfile, lockfilePath } from "./lockfile.ts";
+
+const INTEGRITY = "sha256-" + "A".repeat(43) + "=";
+
+function entry(fqdn: string, type: "deno" | "stdio" = "deno") {
+  return {
+    fqdn,
+    integrity: INTEGRITY,
+    type,
+    routing: "client" as const,
+    fetchedAt: "2026-01-07T12:00:00.000Z",
+  };
+}
+
+async function withDir(fn: (dir: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "pml-lock-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("lockfile: records entries in the DESIGN §7 format, atomically", () =>
+  withDir(async (ws) => {
+    const lock = await Lockfile.open(ws);
+    await Promise.all([
+      lock.record("acme.tools.greet.hello", entry("acme.tools.greet.hello.ab12")),
+      lock.record("pml.mcp.memory.server", entry("pml.mcp.memory.server.cd34", "stdio")),
+    ]);
+    const file = JSON.parse(await Deno.readTextFile(lockfilePath(ws)));
+    assertEquals(file.version, 1);
+    assertEquals(file.entries["acme.tools.greet.hello"], entry("acme.tools.greet.hello.ab12"));
+    assertEquals(Object.keys(file.entries).length, 2);
+    assertEquals(
+      [...Deno.readDirSync(join(ws, ".pml"))].map((e) => e.name),
+      ["mcp.lock"],
+      "no temp file left",
+    );
+  }));
+
+Deno.test("lockfile: entries no longer in allow/ask are dropped on load", () =>
+  withDir(async (ws) => {
+    const lock = await Lockfile.open(ws);
+    await lock.record("acme.tools.greet.hello", entry("acme.tools.greet.hello.ab12"));
+    await lock.record("acme.tools.old.thing", entry("acme.tools.old.thing.ab12"));
+    await lock.record("pml.mcp.memory.server", entry("pml.mcp.memory.server.cd34", "stdio"));
+    const perms = { allow: ["greet:hello"], ask: ["memory:create_entities"], deny: [] };
+    const reopened = await Lockfile.open(ws, perms);
+    assertEquals(reopened.dropped, ["acme.tools.old.thing"]);
+    const file = JSON.parse(await Deno.readTextFile(lockfilePath(ws)));
+    assertEquals(Object.keys(file.entries).sort(), [
+      "acme.tools.greet.hello",
+      "pml.mcp.memory.server",
+    ]);
+  }));
+
+Deno.test("lockfile: a corrupt file is reported and left as is", () =>
+  withDir(async (ws) => {
+    await Deno.mkdir(join(ws, ".pml"));
+    for (const text of ["{not json", JSON.stringify({ version: 2, entries: {} })]) {
+      await Deno.writeTextFile(lockfilePath(ws), text);
+      const err = await assertRejects(() => Lockfile.open(ws, { allow: [], ask: [], deny: [] }));
+      assertEquals(isPmlError(err, "LOCKFILE_CORRUPT"), true, err.message);
+      assertEquals(await Deno.readTextFile(lockfilePath(ws)), text);
+    }
+  }));
