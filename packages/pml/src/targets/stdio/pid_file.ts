@@ -13,16 +13,41 @@ interface OwnerFile {
   children: Recorded[];
 }
 
-/** Start time of a process (Linux `/proc/<pid>/stat` field 22), `undefined` when it is gone. */
-export function processStart(pid: number): string | undefined {
+/** Fields of `/proc/<pid>/stat` after the command name (state first), `undefined` when gone. */
+function statFields(pid: number | string): string[] | undefined {
   try {
     const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (fields[0] === "Z") return undefined; // a zombie is dead
-    return fields[19];
+    return fields[0] === "Z" ? undefined : fields; // a zombie is dead
   } catch {
     return undefined;
   }
+}
+
+/** Start time of a process (Linux `/proc/<pid>/stat` field 22), `undefined` when it is gone. */
+export function processStart(pid: number): string | undefined {
+  return statFields(pid)?.[19];
+}
+
+/**
+ * True when process group `p.pid` still holds a process of the recorded group: its leader (same
+ * start time), or, the leader being gone, a member started no earlier than the leader was (a pid is
+ * not reused while its group exists, so such members are the leader's descendants).
+ */
+function groupAlive(p: Recorded): boolean {
+  if (alive(p)) return true;
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync("/proc")];
+  } catch {
+    return false;
+  }
+  return entries.some((e) => {
+    if (!/^\d+$/.test(e.name)) return false;
+    const f = statFields(e.name);
+    return f !== undefined && Number(f[2]) === p.pid &&
+      (p.start === undefined || Number(f[19]) >= Number(p.start));
+  });
 }
 
 function alive(p: Recorded): boolean {
@@ -59,8 +84,9 @@ export class PidFile {
   }
 
   /**
-   * Kills the process groups recorded by `pml` processes that are gone (SIGKILL of `pml` itself)
-   * and removes their files. Returns the pids it killed.
+   * Kills the process groups recorded by `pml` processes that are gone (SIGKILL of `pml` itself),
+   * including groups whose leader already exited but left children, and removes their files.
+   * Returns the process group ids it killed.
    */
   async reapOrphans(): Promise<number[]> {
     const killed: number[] = [];
@@ -81,7 +107,7 @@ export class PidFile {
       }
       if (alive(file.owner)) continue;
       for (const child of file.children ?? []) {
-        if (!alive(child)) continue;
+        if (!groupAlive(child)) continue;
         try {
           Deno.kill(-child.pid, "SIGKILL");
           killed.push(child.pid);

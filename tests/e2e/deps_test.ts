@@ -1,0 +1,157 @@
+/**
+ * End to end: a stdio dependency (the real `@modelcontextprotocol/server-memory`, from npm's local
+ * cache) installed, run and supervised by a spawned `bin/pml stdio`, and no process left behind when
+ * `pml` exits, even when it is killed with SIGKILL.
+ */
+import { join } from "node:path";
+import { Client } from "../../packages/pml/src/sdk/client.ts";
+import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+} from "../../packages/pml/src/testing/assert.ts";
+import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { pidsWith, waitFor } from "../../packages/pml/src/targets/stdio/_testing.ts";
+import { PML_BIN, processAlive } from "./_spawn.ts";
+
+const VERSION = "2026.8.31";
+
+/** Live members of process group `pgid` (Linux /proc). */
+function groupMembers(pgid: number): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] !== "Z" && Number(fields[2]) === pgid) out.push(Number(e.name));
+    } catch { /* exited meanwhile */ }
+  }
+  return out;
+}
+
+const text = (r: unknown) =>
+  ((r as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? "").join("");
+
+/**
+ * Spawns `pml stdio`. HOME stays the real one so that npm finds its cache (the install is offline in
+ * practice: every package is cached); PML_HOME is private to the test.
+ */
+async function spawnPml(ws: { dir: string; home: string }) {
+  const transport = new StdioClientTransport({
+    command: PML_BIN,
+    args: ["stdio"],
+    cwd: ws.dir,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: Deno.env.get("HOME") ?? ws.home,
+      PML_HOME: ws.home,
+      PML_WORKSPACE: ws.dir,
+      PML_API_KEY: "must-not-leak",
+    },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "e2e", version: "1" }, { capabilities: {} });
+  await client.connect(transport);
+  return { client, pid: transport.pid! };
+}
+
+Deno.test("e2e deps: approve → install → call through bin/pml; no process left after pml exits or is killed", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["memory", "keeper"], ask: [], deny: [] },
+  });
+  // Dependency processes run a file under .pml/deps (the std sandbox also names the workspace).
+  const deps = join(ws.dir, ".pml", "deps");
+  const memoryBin = join(
+    deps,
+    `memory@${VERSION}`,
+    "node_modules/@modelcontextprotocol/server-memory/dist/index.js",
+  );
+  // A declared raw command whose process group outlives stdin EOF (a background child): only
+  // killing the group, at exit or at the next start, removes it.
+  ws.write(
+    ".pml.json",
+    JSON.stringify({
+      permissions: { allow: ["memory", "keeper"], ask: [], deny: [] },
+      private_mcps: {
+        keeper: {
+          type: "stdio",
+          install: { command: "sh", args: ["-c", `sleep 300 & exec node ${memoryBin}`] },
+          tools: [{ name: "keeper:read_graph", inputSchema: { type: "object" } }],
+        },
+      },
+    }),
+  );
+
+  // 1. First use: listed without starting, approval_required, pml:continue → installed and called.
+  const first = await spawnPml(ws);
+  const { tools } = await first.client.listTools();
+  assert(tools.some((t) => t.name === "memory__create_entities"));
+  assertEquals(pidsWith(deps).length, 0, "listing starts nothing");
+  const asked = await first.client.callTool({
+    name: "memory__create_entities",
+    arguments: { entities: [{ name: "e2e", entityType: "test", observations: ["through pml"] }] },
+  });
+  const approval = asked.structuredContent as Record<string, unknown>;
+  assertEquals(approval.approval_type, "dependency");
+  const done = await first.client.callTool({
+    name: "pml__continue",
+    arguments: { workflow_id: approval.workflow_id, decision: "yes" },
+  });
+  assert(!done.isError, text(done));
+  const recorded = JSON.parse(ws.read(".pml/deps.json"));
+  assert(recorded.installed.memory.integrity.startsWith("sha512-"));
+  const [server] = pidsWith(deps);
+  assert(server, "the memory server runs");
+  const environ = Deno.readTextFileSync(`/proc/${server}/environ`);
+  assert(!environ.includes("PML_API_KEY"), "the dependency does not get PML_API_KEY");
+
+  // 2. Normal exit (the client closes stdin): pml and its servers are gone.
+  await first.client.close();
+  await waitFor(() => !processAlive(first.pid), "pml to exit");
+  await waitFor(() => pidsWith(deps).length === 0, "no dependency process left after pml exits");
+
+  // 3. Installed and allowed: no question; then SIGKILL of pml itself.
+  const second = await spawnPml(ws);
+  const read = await second.client.callTool({ name: "memory__read_graph", arguments: {} });
+  assertStringIncludes(text(read), "through pml");
+  const [orphan] = pidsWith(deps);
+  assert(orphan);
+  const keep = await second.client.callTool({ name: "keeper__read_graph", arguments: {} });
+  const decision = (keep.structuredContent as Record<string, unknown>).workflow_id;
+  const kept = await second.client.callTool({
+    name: "pml__continue",
+    arguments: { workflow_id: decision, decision: "yes" },
+  });
+  assertStringIncludes(text(kept), "through pml");
+  const keeper = pidsWith(deps).find((pid) =>
+    Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith("node")
+  )!;
+  const group = groupMembers(keeper);
+  assertEquals(group.length, 2, "node and its background sleep share the group");
+  Deno.kill(second.pid, "SIGKILL");
+  await waitFor(() => !processAlive(second.pid), "pml to die");
+  await second.client.close().catch(() => {});
+  const sleeper = group.find((pid) => pid !== keeper)!;
+  await waitFor(
+    () => !processAlive(orphan) && !processAlive(keeper),
+    "the servers to exit on stdin EOF",
+  );
+  assert(processAlive(sleeper), "the background child outlives pml (until reaped)");
+
+  // 4. The next pml reaps what the killed one left, at start.
+  const third = await spawnPml(ws);
+  await third.client.listTools();
+  await waitFor(() => !processAlive(sleeper), "the orphan group to be killed");
+  assertEquals(pidsWith(deps).length, 0);
+  assertEquals(
+    [...Deno.readDirSync(join(ws.dir, ".pml", "deps.pids"))].filter((e) =>
+      e.name === `${second.pid}.json`
+    ),
+    [],
+    "the dead pml's pid file is removed",
+  );
+  await third.client.close();
+  await waitFor(() => !processAlive(third.pid), "pml to exit");
+});
