@@ -10,6 +10,7 @@ import {
   createApp,
   loadRoutingTable,
   SqliteStore,
+  type Store,
 } from "../../../server/mod.ts";
 
 const ROUTING = join(import.meta.dirname!, "..", "..", "..", "..", "registry", "routing.json");
@@ -19,6 +20,7 @@ export interface TestRegistry {
   /** Base URL the package is configured with (nothing listens there: `fetch` calls the app). */
   readonly url: string;
   readonly app: App;
+  readonly store: Store;
   /** Requests made, as `METHOD path?query`. */
   readonly requests: string[];
   /** When true, `fetch` fails like a refused connection. */
@@ -43,6 +45,7 @@ export async function testRegistry(url = "http://registry.test"): Promise<TestRe
   const reg: TestRegistry = {
     url,
     app,
+    store,
     requests: [],
     down: false,
     fetch: async (input, init) => {

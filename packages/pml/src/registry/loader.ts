@@ -165,9 +165,12 @@ export class RegistryLoader {
       }
       const item = await this.#d.client.findTool(toolId);
       if (!item) {
+        const registries = this.#d.client.registries;
         throw new PmlError(
           "REGISTRY_NOT_FOUND",
-          `No registry (${this.#d.client.registries.join(", ")}) has a deno module for "${toolId}"`,
+          registries.length
+            ? `No registry (${registries.join(", ")}) has a deno module for "${toolId}"`
+            : `No registry is configured to load "${toolId}": set PML_API_KEY (cloud registry) or list "registries" in .pml.json`,
         );
       }
       return await this.#fetchPinned(item.registry, item.fqdn, lock.get(parseFqdn(item.fqdn).name));

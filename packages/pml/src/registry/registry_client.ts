@@ -82,6 +82,11 @@ export class RegistryClient {
     );
   }
 
+  /** Catalog items of one type (first registry with any; first page of 100). */
+  async findType(type: EntryType): Promise<CatalogItem[]> {
+    return await this.#firstCatalog(new URLSearchParams({ type, limit: "100" }), () => true);
+  }
+
   async #firstCatalog(
     params: URLSearchParams,
     keep: (i: CatalogItem) => boolean,

@@ -18,9 +18,13 @@ export interface RegistryStack {
   readonly loader: RegistryLoader;
 }
 
-/** The registries of a config: `.pml.json` `registries`, or the cloud URL. */
+/**
+ * The registries of a config: `.pml.json` `registries`, else the cloud URL when an API key is set
+ * (the cloud is contacted only in cloud mode), else none (registry modules are then unavailable).
+ */
 export function registriesOf(config: Config): string[] {
-  return config.registries.length ? [...config.registries] : [config.cloudUrl];
+  if (config.registries.length) return [...config.registries];
+  return config.apiKey ? [config.cloudUrl] : [];
 }
 
 export function createRegistryStack(deps: {

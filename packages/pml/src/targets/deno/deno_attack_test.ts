@@ -38,7 +38,7 @@ async function attack(code: string, opts: { timeoutMs?: number } = {}) {
   };
 }
 
-function assertRefused(text: string, isError: boolean | undefined) {
+function assertRefused(text: string, isError: unknown) {
   assert(isError, `expected an error, got: ${text}`);
   assert(
     !text.includes("TOP-SECRET") && !text.includes("ENV-SECRET") && !text.includes("root:"),
