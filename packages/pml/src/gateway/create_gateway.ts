@@ -2,11 +2,12 @@ import { createAuditLog } from "../audit/audit.ts";
 import type { Config } from "../config/config.ts";
 import { Approvals } from "../permission/approvals.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
-import { createRoutingResolver, type RoutingTable } from "../routing/routing.ts";
+import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
 import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
 import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
 import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/deno_module_target.ts";
+import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
 import { Gateway } from "./gateway.ts";
 
 /** Optional overrides for tests and embedding. */
@@ -18,6 +19,8 @@ export interface GatewayOptions {
   readonly prewarm?: boolean;
   /** Stdio dependencies: metadata source, installer, clock, supervision (see `StdioOptions`). */
   readonly stdio?: StdioOptions;
+  /** Cloud target: injected fetch and timeouts (see `CloudOptions`). */
+  readonly cloud?: CloudOptions;
   /** Registry deno modules: injected fetch, timeouts, warning sink (see `DenoModuleTargetDeps`). */
   readonly registry?: Partial<
     Pick<DenoModuleTargetDeps, "fetch" | "registryTimeoutMs" | "timeoutMs" | "warn">
@@ -34,7 +37,8 @@ export interface GatewayOptions {
  */
 export function createGateway(config: Config, opts: GatewayOptions = {}): Gateway {
   const audit = createAuditLog(config.workspace);
-  const routing = createRoutingResolver(opts.routingTable);
+  const cloud = createCloud(config, { routingTable: opts.routingTable, ...opts.cloud });
+  const routing = cloud.routing;
   const pool = new SandboxPool();
   const std = new StdTarget({ config, pool, audit, routing });
   if (opts.prewarm !== false) std.prewarm();
@@ -57,8 +61,9 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     permissions,
     approvals: new Approvals({ ttlMs: opts.approvalTtlMs, now: opts.now }),
     routing,
-    targets: [std, stdio.target, deno],
+    targets: [std, stdio.target, deno, cloud.target],
     audit,
+    metaTools: cloud.metaTools,
     declaredNamespaces: Object.keys(config.privateMcps),
     resources: [pool, stdio.manager],
   });

@@ -1,0 +1,204 @@
+import { Client } from "../../sdk/client.ts";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "../../sdk/http_client.ts";
+import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
+import { errorMessage, PmlError } from "../../errors.ts";
+
+/** Version reported to the cloud in `initialize` (kept in step with the package). */
+const CLIENT_INFO = { name: "pml", version: "0.1.0" };
+
+/** Options of {@link CloudClient}. */
+export interface CloudClientOptions {
+  readonly cloudUrl: string;
+  readonly apiKey: string;
+  /** Injected fetch (tests, instrumentation); default the global one. */
+  readonly fetch?: typeof fetch;
+  /** Bound on connecting (`initialize`) and on `tools/list` (default 10 s). */
+  readonly timeoutMs?: number;
+  /** Bound on one tool call, reset by progress notifications (default 60 s). */
+  readonly callTimeoutMs?: number;
+}
+
+/** Per-call options: the BYOK header value (already encoded) and the client's signal/progress. */
+export interface CloudCallOptions {
+  readonly byok?: string;
+  readonly signal?: AbortSignal;
+  readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+}
+
+/**
+ * One MCP session with the cloud (`POST {cloudUrl}/mcp`, Streamable HTTP through the SDK client).
+ * Every request carries `Authorization: Bearer <key>` and `X-PML-Client: package`; a `tools/call`
+ * also carries `X-PML-BYOK` when the caller passed one for that call. The session is opened on
+ * first use, dropped when the cloud fails, and re-opened on the next call (a session the cloud no
+ * longer knows, after a restart, is re-opened and the call retried once).
+ */
+export class CloudClient {
+  readonly #opts: CloudClientOptions;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+  readonly #callTimeoutMs: number;
+  /** BYOK header value per cloud tool name (a pure function of the name, so calls may overlap). */
+  readonly #byok = new Map<string, string>();
+  #session?: Promise<Client>;
+
+  constructor(opts: CloudClientOptions) {
+    this.#opts = opts;
+    this.#fetch = opts.fetch ?? fetch;
+    this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#callTimeoutMs = opts.callTimeoutMs ?? 60_000;
+  }
+
+  get url(): string {
+    return `${this.#opts.cloudUrl}/mcp`;
+  }
+
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  /** `tools/list` of the cloud (every page), bounded by `timeoutMs`. */
+  async listTools(): Promise<Tool[]> {
+    return await this.#withSession(async (client) => {
+      const tools: Tool[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : {}, {
+          timeout: this.#timeoutMs,
+        });
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor);
+      return tools;
+    });
+  }
+
+  /** `tools/call` of the cloud tool `name`. Throws {@link PmlError} `CLOUD_*` on transport failure. */
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    opts: CloudCallOptions = {},
+  ): Promise<CallToolResult> {
+    return await this.#withSession(async (client) => {
+      if (opts.byok) this.#byok.set(name, opts.byok);
+      else this.#byok.delete(name);
+      return await client.callTool({ name, arguments: args }, undefined, {
+        timeout: this.#callTimeoutMs,
+        resetTimeoutOnProgress: true,
+        signal: opts.signal,
+        onprogress: opts.onprogress,
+      }) as CallToolResult;
+    });
+  }
+
+  /** Ends the session (best effort). */
+  async close(): Promise<void> {
+    const session = this.#session;
+    this.#session = undefined;
+    const client = await session?.catch(() => undefined);
+    await client?.close().catch(() => {});
+  }
+
+  async #withSession<T>(run: (client: Client) => Promise<T>): Promise<T> {
+    for (let attempt = 0;; attempt++) {
+      const fresh = !this.#session;
+      const session = this.#session ??= this.#connect();
+      try {
+        return await run(await session);
+      } catch (err) {
+        if (err instanceof McpError && !isTransportCode(err.code)) throw err;
+        if (this.#session === session) this.#session = undefined;
+        session.then((c) => c.close()).catch(() => {});
+        // The cloud restarted and forgot our session: the call was not run, open a new one.
+        const sessionLost = err instanceof StreamableHTTPError && err.code === 404;
+        if (sessionLost && !fresh && attempt === 0) continue;
+        throw this.#failure(err);
+      }
+    }
+  }
+
+  async #connect(): Promise<Client> {
+    const transport = new StreamableHTTPClientTransport(new URL(this.url), {
+      fetch: this.#authorizedFetch,
+      // The standalone GET stream is not needed for tool calls: do not retry it in the background.
+      reconnectionOptions: {
+        maxRetries: 0,
+        initialReconnectionDelay: 1000,
+        maxReconnectionDelay: 1000,
+        reconnectionDelayGrowFactor: 1,
+      },
+    });
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    client.onerror = () => {}; // failures surface on the request that hit them
+    try {
+      await client.connect(transport, { timeout: this.#timeoutMs });
+      return client;
+    } catch (err) {
+      await transport.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Adds the PML headers, and bounds the wait for response headers of every POST/DELETE. */
+  readonly #authorizedFetch = async (
+    url: string | URL | Request,
+    init: RequestInit = {},
+  ): Promise<Response> => {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${this.#opts.apiKey}`);
+    headers.set("x-pml-client", "package");
+    const byok = typeof init.body === "string" ? this.#byokFor(init.body) : undefined;
+    if (byok) headers.set("x-pml-byok", byok);
+    if ((init.method ?? "GET") === "GET") return await this.#fetch(url, { ...init, headers });
+    const slow = new AbortController();
+    const timer = setTimeout(
+      () => slow.abort(new DOMException("no response headers", "TimeoutError")),
+      this.#callTimeoutMs,
+    );
+    const signal = init.signal ? AbortSignal.any([init.signal, slow.signal]) : slow.signal;
+    try {
+      return await this.#fetch(url, { ...init, headers, signal });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  /** The BYOK value for a body that is one `tools/call` of a tool called with BYOK. */
+  #byokFor(body: string): string | undefined {
+    if (this.#byok.size === 0 || !body.includes('"tools/call"')) return undefined;
+    try {
+      const msg = JSON.parse(body);
+      const name = msg?.method === "tools/call" ? msg.params?.name : undefined;
+      return typeof name === "string" ? this.#byok.get(name) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #failure(err: unknown): PmlError {
+    const where = `the PML cloud at "${this.url}"`;
+    if (err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403)) {
+      return new PmlError(
+        "CLOUD_AUTH",
+        `${where} refused the API key (HTTP ${err.code}): check PML_API_KEY (create one with \`pml-server keys create\` or on the platform)`,
+        { cause: err },
+      );
+    }
+    const timedOut = (err instanceof McpError && err.code === ErrorCode.RequestTimeout) ||
+      (err instanceof DOMException && err.name === "TimeoutError");
+    const reason = timedOut
+      ? `did not answer within ${Math.round(this.#timeoutMs / 1000)} s`
+      : err instanceof StreamableHTTPError
+      ? `answered HTTP ${err.code}`
+      : `is unreachable (${errorMessage(err)})`;
+    return new PmlError(
+      "CLOUD_UNREACHABLE",
+      `${where} ${reason}. Local tools keep working; cloud tools work again once it is back.`,
+      { cause: err },
+    );
+  }
+}
+
+/** JSON-RPC error codes that mean the connection, not the request, failed. */
+function isTransportCode(code: number): boolean {
+  return code === ErrorCode.RequestTimeout || code === ErrorCode.ConnectionClosed;
+}
