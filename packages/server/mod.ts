@@ -14,6 +14,7 @@
  */
 export { type App, type AppDeps, createApp, MAX_BODY_BYTES } from "./src/app.ts";
 export type { McpHandler, McpRequestContext } from "./src/routes/mcp_post.ts";
+export { createMcpHandler, type McpHandlerDeps } from "./src/mcp/mcp_handler.ts";
 export type {
   ApiKeyRecord,
   CatalogPage,

@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import { createApp } from "../app.ts";
+import { createMcpHandler } from "../mcp/mcp_handler.ts";
 import { loadRoutingTable } from "../registry/routing_table.ts";
 import { seedRegistry } from "../registry/seed.ts";
 import { openStore } from "../store/open_store.ts";
@@ -25,14 +26,21 @@ export async function serveCommand(config: ServerConfig, io: CliIo): Promise<num
         `registry: ${seeded.added.length} added, ${seeded.updated.length} updated, ` +
         `${seeded.removed.length} removed, ${seeded.unchanged} unchanged`,
     );
-    const server = Deno.serve({
-      port: config.port,
-      hostname: config.hostname,
-      onListen: ({ hostname, port }) => {
-        const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-        io.stdout(`pml-server listening on http://${host}:${port}/`);
+    const server = Deno.serve(
+      {
+        port: config.port,
+        hostname: config.hostname,
+        onListen: ({ hostname, port }) => {
+          const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+          io.stdout(`pml-server listening on http://${host}:${port}/`);
+        },
       },
-    }, createApp({ store, routing }));
+      createApp({
+        store,
+        routing,
+        mcp: createMcpHandler({ store, log: (line) => io.stderr(line) }),
+      }),
+    );
     const stop = () => {
       io.stderr("pml-server: shutting down");
       server.shutdown();

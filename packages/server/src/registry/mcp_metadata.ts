@@ -43,12 +43,22 @@ const StdioSchema = z.strictObject({
   warnings: z.record(z.string(), z.unknown()),
 });
 
+/** Where the server puts a BYOK key when it proxies a call (`format` holds `{key}`). */
+const ByokSchema = z.strictObject({
+  env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
+  header: z.string().regex(/^[A-Za-z0-9-]+$/),
+  format: z.string().includes("{key}").default("{key}"),
+});
+
 const HttpSchema = z.strictObject({
   type: z.literal("http"),
   description: z.string(),
   proxyTo: z.url({ protocol: /^https?$/ }),
   envRequired: z.array(z.string()),
+  byok: ByokSchema.optional(),
   tools: z.array(ToolSchema),
+}).refine((meta) => !meta.byok || meta.envRequired.includes(meta.byok.env), {
+  message: "byok.env must be listed in envRequired",
 });
 
 const MetadataSchema = z.discriminatedUnion("type", [StdioSchema, HttpSchema]);
@@ -89,7 +99,12 @@ export async function mcpMetadataEntry(path: string, updatedAt: string): Promise
     ...head,
     ...rest,
     integrity: await sha256Integrity(
-      JSON.stringify({ proxyTo: meta.proxyTo, envRequired: meta.envRequired, tools: meta.tools }),
+      JSON.stringify({
+        proxyTo: meta.proxyTo,
+        envRequired: meta.envRequired,
+        ...(meta.byok ? { byok: meta.byok } : {}),
+        tools: meta.tools,
+      }),
     ),
   };
   const body = new TextEncoder().encode(JSON.stringify(served, null, 2) + "\n");

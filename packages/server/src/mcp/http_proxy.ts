@@ -1,0 +1,85 @@
+/**
+ * Calls a tool of an `http` registry entry on its remote MCP server (`proxyTo`), through the
+ * SDK `Client` and `StreamableHTTPClientTransport`, with the caller's BYOK key placed as the
+ * entry's `byok` field says (for example `Authorization: Bearer <key>`).
+ *
+ * The key lives in the outgoing request's headers for this call only: it is not cached, not
+ * stored, and scrubbed from every message this module returns or logs.
+ *
+ * @module
+ */
+import { redact } from "./byok.ts";
+import type { ByokKeys } from "./byok.ts";
+import { errorResult } from "./results.ts";
+import { Client } from "./sdk/client.ts";
+import { StreamableHTTPClientTransport } from "./sdk/http_client.ts";
+import type { CallToolResult } from "./sdk/types.ts";
+import type { CatalogTool } from "./tool_catalog.ts";
+
+/** What the proxy needs from the server. */
+export interface ProxyDeps {
+  /** fetch used for upstream requests (tests pass one bound to a fake). */
+  readonly fetch?: typeof fetch;
+  /** Upper bound of one upstream call (ms). */
+  readonly timeoutMs: number;
+  /** Where failures are reported (already redacted). */
+  readonly log: (line: string) => void;
+}
+
+/**
+ * The upstream result, or an `isError` result when a key is missing (`API_KEY_REQUIRED`) or the
+ * upstream fails (`UPSTREAM_ERROR`).
+ */
+export async function proxyToolCall(
+  tool: CatalogTool,
+  args: Record<string, unknown>,
+  keys: ByokKeys,
+  deps: ProxyDeps,
+): Promise<CallToolResult> {
+  const http = tool.http!;
+  const missing = tool.envRequired.filter((name) => !keys.has(name));
+  if (missing.length > 0) return missingKeyResult(tool.id, missing);
+  const headers: Record<string, string> = {};
+  if (http.byok) {
+    headers[http.byok.header] = http.byok.format.replaceAll("{key}", keys.get(http.byok.env)!);
+  }
+  const transport = new StreamableHTTPClientTransport(new URL(http.proxyTo), {
+    requestInit: { headers },
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
+  });
+  const client = new Client({ name: "pml-server", version: "0.1.0" }, { capabilities: {} });
+  try {
+    await client.connect(transport, { timeout: deps.timeoutMs });
+    const result = await client.callTool(
+      { name: http.upstreamName, arguments: args },
+      undefined,
+      { timeout: deps.timeoutMs },
+    );
+    return result as CallToolResult;
+  } catch (error) {
+    const origin = new URL(http.proxyTo).origin;
+    const message = redact(
+      `Cannot call "${tool.id}" on its MCP server ${origin}: ${(error as Error).message}`,
+      keys,
+    );
+    deps.log(`pml-server: ${message}`);
+    return errorResult("UPSTREAM_ERROR", message, { tool: tool.id });
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close().catch(() => {});
+  }
+}
+
+/** The `isError` result naming the missing variables and how to provide them. */
+export function missingKeyResult(toolId: string, missing: readonly string[]): CallToolResult {
+  const names = missing.map((name) => `"${name}"`).join(", ");
+  return errorResult(
+    "API_KEY_REQUIRED",
+    `Tool "${toolId}" needs the API key ${names}: set ${missing.join(", ")} in the environment ` +
+      `of the pml client and list ${
+        missing.length > 1 ? "them" : "it"
+      } in .pml.json "env" (for example "env": ${JSON.stringify(missing)}); ` +
+      `pml sends it to the PML server for this call only (X-PML-BYOK), which never stores it.`,
+    { tool: toolId, envRequired: missing },
+  );
+}

@@ -1,0 +1,146 @@
+/**
+ * The server's MCP endpoint (`POST /mcp`, Streamable HTTP, DESIGN §8/§10), in stateless mode:
+ * every request gets a fresh SDK `Server` and `WebStandardStreamableHTTPServerTransport`
+ * (JSON responses, no session id), so any number of server instances can answer any request.
+ *
+ * Tools: `pml:search` (exposed `pml__search`), the server-routed std modules (`json`, `math`,
+ * `text`) and the tools of every `http` registry entry. `tools/call` accepts the exposed name
+ * and the tool id. BYOK keys come from the request's `X-PML-BYOK` header and serve that request
+ * only. `GET` and `DELETE` answer 405: there is no server-initiated stream and no session.
+ *
+ * The app has already checked the API key before calling this handler.
+ *
+ * @module
+ */
+import { readBody } from "../http.ts";
+import type { McpHandler } from "../routes/mcp_post.ts";
+import type { Store } from "../store/store.ts";
+import { BYOK_HEADER, parseByokHeader } from "./byok.ts";
+import { callTool, isServerTool } from "./call_tool.ts";
+import { SEARCH_TOOL } from "./search.ts";
+import { WebStandardStreamableHTTPServerTransport } from "./sdk/http_server.ts";
+import { Server } from "./sdk/server.ts";
+import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from "./sdk/types.ts";
+import { ToolCatalog } from "./tool_catalog.ts";
+
+/** Dependencies of {@link createMcpHandler}; only `store` is required. */
+export interface McpHandlerDeps {
+  readonly store: Store;
+  /** fetch for upstream http MCP servers (default: the global `fetch`). */
+  readonly fetch?: typeof fetch;
+  /** Where proxy failures are reported, already free of BYOK keys (default `console.error`). */
+  readonly log?: (line: string) => void;
+  /** Largest MCP request body (default 1 MiB). */
+  readonly maxBodyBytes?: number;
+  /** Upper bound of one proxied call (ms, default 60 000). */
+  readonly proxyTimeoutMs?: number;
+  /** How long a built tool catalog is trusted before checking the registry version (ms). */
+  readonly cacheTtlMs?: number;
+  readonly now?: () => number;
+}
+
+const SERVER_INFO = { name: "pml-server", version: "0.1.0" };
+const INSTRUCTIONS = "PML server: pml__search finds tools of the PML registry by intent; " +
+  "json, math and text tools and HTTP API MCP tools run here.";
+
+/**
+ * Builds the MCP handler to pass as `createApp({ mcp })`.
+ *
+ * @example
+ * ```ts
+ * const app = createApp({ store, routing, mcp: createMcpHandler({ store }) });
+ * ```
+ */
+export function createMcpHandler(deps: McpHandlerDeps): McpHandler {
+  const catalog = new ToolCatalog(deps.store, { ttlMs: deps.cacheTtlMs, now: deps.now });
+  const log = deps.log ?? ((line: string) => console.error(line));
+  const maxBodyBytes = deps.maxBodyBytes ?? 1024 * 1024;
+  const timeoutMs = deps.proxyTimeoutMs ?? 60_000;
+
+  return async (request, context) => {
+    if (request.method !== "POST") return methodNotAllowed();
+    const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
+    const parsedBody = context.parsedBody ?? await readJson(request, maxBodyBytes);
+    if (parsedBody instanceof Response) return parsedBody;
+    const snapshot = await catalog.snapshot();
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: false } },
+      instructions: INSTRUCTIONS,
+    });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [
+        {
+          name: SEARCH_TOOL.name,
+          title: SEARCH_TOOL.id,
+          description: SEARCH_TOOL.description,
+          inputSchema: SEARCH_TOOL.inputSchema,
+          _meta: meta(SEARCH_TOOL.id, []),
+        },
+        ...snapshot.tools.filter(isServerTool).map((tool): Tool => ({
+          name: tool.name,
+          title: tool.id,
+          description: tool.description,
+          inputSchema: tool.inputSchema as Tool["inputSchema"],
+          _meta: meta(tool.id, tool.envRequired),
+        })),
+      ],
+    }));
+    server.setRequestHandler(
+      CallToolRequestSchema,
+      (call) =>
+        callTool(call.params.name, call.params.arguments ?? {}, {
+          snapshot,
+          keys,
+          fetch: deps.fetch,
+          timeoutMs,
+          log,
+        }),
+    );
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, { parsedBody });
+    } finally {
+      await server.close();
+    }
+  };
+}
+
+/** `_meta` of a listed tool: its id, routing and the BYOK variables it needs. */
+function meta(id: string, envRequired: readonly string[]): Record<string, unknown> {
+  return { "pml/toolId": id, "pml/routing": "server", "pml/envRequired": envRequired };
+}
+
+/** Reads a bounded JSON body; a JSON-RPC parse error response when it is not JSON. */
+async function readJson(request: Request, maxBodyBytes: number): Promise<unknown> {
+  const bytes = await readBody(request, maxBodyBytes);
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (error) {
+    return jsonRpcError(400, -32700, `Parse error: ${(error as Error).message}`);
+  }
+}
+
+function methodNotAllowed(): Response {
+  return jsonRpcError(
+    405,
+    -32000,
+    "Method not allowed: this MCP endpoint is stateless (POST only, no SSE stream, no session)",
+    { allow: "POST" },
+  );
+}
+
+function jsonRpcError(
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
