@@ -20,23 +20,32 @@ export async function mcpTestServer(
 
 /**
  * An SDK client connected to `POST /mcp`: in process through `app` (the transport's fetch calls
- * the handler) or over the network when `url` is given.
+ * the handler) or over the network when `url` is given. In process, `close()` also waits for the
+ * requests still running in the app (the SDK's background GET), so no request outlives a test.
  */
 export async function connectClient(
   target: { app?: (request: Request) => Promise<Response>; url?: string },
   headers: Record<string, string>,
 ): Promise<Client> {
   const app = target.app;
+  const running = new Set<Promise<Response>>();
+  const inProcess = (input: string | URL | Request, init?: RequestInit) => {
+    const response = app!(new Request(input, init));
+    running.add(response);
+    response.finally(() => running.delete(response)).catch(() => {});
+    return response;
+  };
   const transport = new StreamableHTTPClientTransport(new URL(target.url ?? `${BASE}/mcp`), {
     requestInit: { headers },
-    ...(app
-      ? {
-        fetch: (input: string | URL | Request, init?: RequestInit) => app(new Request(input, init)),
-      }
-      : {}),
+    ...(app ? { fetch: inProcess } : {}),
   });
   const client = new Client({ name: "pml-test", version: "0.0.0" });
   await client.connect(transport);
+  const close = client.close.bind(client);
+  client.close = async () => {
+    await close();
+    await Promise.allSettled([...running]);
+  };
   return client;
 }
 

@@ -93,25 +93,29 @@ export function parseSearchArgs(args: Record<string, unknown>): SearchArgs {
   return { query: query.slice(0, 2000), limit, routing };
 }
 
-/** The best `args.limit` tools of the snapshot for `args.query`. */
+/** Which entry represents a tool id that several entries provide (std module over stdio server). */
+const KIND_RANK: Record<CatalogTool["kind"], number> = { std: 0, http: 1, stdio: 2, capability: 3 };
+
+/** The best `args.limit` tools of the snapshot for `args.query`, one result per tool id. */
 export function searchTools(snapshot: CatalogSnapshot, args: SearchArgs): SearchResult[] {
   const hits = indexOf(snapshot).search(args.query, snapshot.tools.length);
-  const results: SearchResult[] = [];
+  const best = new Map<string, { tool: CatalogTool; score: number }>();
   for (const hit of hits) {
     const tool = snapshot.tools[Number(hit.id)];
     if (args.routing && tool.routing !== args.routing) continue;
-    results.push({
-      id: tool.id,
-      name: tool.name,
-      description: tool.description,
-      inputSchema: tool.inputSchema,
-      routing: tool.routing,
-      kind: tool.kind,
-      fqdn: tool.fqdn,
-      envRequired: tool.envRequired,
-      score: Math.round(hit.score * 1000) / 1000,
-    });
-    if (results.length >= args.limit) break;
+    const known = best.get(tool.id);
+    if (!known) best.set(tool.id, { tool, score: hit.score });
+    else if (KIND_RANK[tool.kind] < KIND_RANK[known.tool.kind]) known.tool = tool;
   }
-  return results;
+  return [...best.values()].slice(0, args.limit).map(({ tool, score }) => ({
+    id: tool.id,
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    routing: tool.routing,
+    kind: tool.kind,
+    fqdn: tool.fqdn,
+    envRequired: tool.envRequired,
+    score: Math.round(score * 1000) / 1000,
+  }));
 }
