@@ -6,6 +6,7 @@ import { PML_VERSION } from "../gateway/mcp_server.ts";
 import { serveStdio } from "../ingress/stdio.ts";
 import { runInit } from "./init.ts";
 import type { CliIo } from "./io.ts";
+import { runServe } from "./serve.ts";
 import { runStatus } from "./status.ts";
 
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
@@ -14,6 +15,8 @@ Usage:
   pml init [--yes] [--api-key KEY] [--cloud-url URL] [--transport stdio|http] [--port N]
                      write .pml.json and add PML to .mcp.json in the workspace
   pml stdio          serve MCP over stdio (what your MCP client runs)
+  pml serve [--port N]
+                     serve MCP over Streamable HTTP on http://127.0.0.1:PORT/mcp
   pml status [--json]
                      show workspace, config, cloud mode and permissions
   pml help | --help  this text
@@ -63,6 +66,16 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
         await serveStdio(createGateway(config));
         return 0;
+      }
+      case "serve": {
+        const { values } = parseArgs({ args: rest, options: { port: { type: "string" } } });
+        const port = values.port === undefined ? undefined : Number(values.port);
+        if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port < 65536)) {
+          throw new TypeError(`--port must be a port number, not "${values.port}"`);
+        }
+        const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
+        return await runServe(config, io, { port });
       }
       case "status": {
         const { values } = parseArgs({

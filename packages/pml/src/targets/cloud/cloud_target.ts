@@ -81,17 +81,28 @@ export class CloudTarget implements Target {
       .map((t) => t.info)
       .filter((t) => {
         const ns = t.id.slice(0, t.id.indexOf(":"));
-        return ns !== "pml" && (!namespaces || namespaces.has(ns)) &&
-          this.#d.routing.routeOf(t.id) === "server";
+        return ns !== "pml" && (!namespaces || namespaces.has(ns)) && this.#runsHere(t.id);
       });
   }
 
+  /**
+   * Every tool routed `server`, and, in cloud mode, every tool the cloud lists (HTTP MCPs of the
+   * registry) unless the routing table names its namespace `client`. Local targets are asked
+   * first, so a local MCP of the same namespace still wins.
+   */
   async provides(toolId: string): Promise<boolean> {
-    if (this.#d.routing.routeOf(toolId) === "server") return true;
-    const pending = this.#d.routing.pending;
-    if (!pending || !this.#d.client) return false;
-    await this.#bounded(pending);
-    return this.#d.routing.routeOf(toolId) === "server";
+    if (this.#runsHere(toolId) || !this.#d.client) return this.#runsHere(toolId);
+    await this.#bounded(
+      Promise.all([this.#d.routing.pending, this.#tools ? null : this.#refresh()]),
+    );
+    return this.#runsHere(toolId);
+  }
+
+  #runsHere(toolId: string): boolean {
+    const routing = this.#d.routing;
+    if (routing.routeOf(toolId) === "server") return true;
+    const ns = toolId.slice(0, toolId.indexOf(":"));
+    return this.#tools?.has(toolId) === true && !routing.table.client.includes(ns);
   }
 
   call(call: ToolCall, ctx: CloudCallChannel): Promise<CallToolResult> {
@@ -199,7 +210,13 @@ function failure(code: string, message: string): CallToolResult {
 
 /** Maps a tool of the cloud's `tools/list` to a tool id (`ns:action`, or `ns__action` exposed). */
 function toCloudTool(tool: Tool): CloudTool | undefined {
-  const candidates = [tool.name, tool.title ?? "", tool.name.replace("__", ":")];
+  const meta = tool._meta?.["pml/toolId"];
+  const candidates = [
+    typeof meta === "string" ? meta : "",
+    tool.name,
+    tool.title ?? "",
+    tool.name.replace("__", ":"),
+  ];
   const id = candidates.find(isToolId);
   if (!id) return undefined;
   return {
