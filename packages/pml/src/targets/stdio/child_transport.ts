@@ -29,6 +29,8 @@ export class ChildTransport implements Transport {
   #child?: Deno.ChildProcess;
   #writer?: WritableStreamDefaultWriter<Uint8Array>;
   #stderr: string[] = [];
+  #queue: string[] = [];
+  #flushing?: Promise<void>;
   #stopping = false;
   #exit?: ExitInfo;
   #exited?: Promise<ExitInfo>;
@@ -84,9 +86,25 @@ export class ChildTransport implements Transport {
     return Promise.resolve();
   }
 
-  async send(message: JSONRPCMessage): Promise<void> {
-    if (!this.#writer || this.#exit) throw new Error(`${this.spec.server} is not running`);
-    await this.#writer.write(encoder.encode(serializeMessage(message)));
+  /**
+   * Writes a message. While a write is in flight, later messages are queued and go out together in
+   * the next write: under load, one pipe write carries many requests (fewer syscalls on both sides).
+   */
+  send(message: JSONRPCMessage): Promise<void> {
+    if (!this.#writer || this.#exit) {
+      return Promise.reject(new Error(`${this.spec.server} is not running`));
+    }
+    this.#queue.push(serializeMessage(message));
+    this.#flushing ??= this.#flush().finally(() => (this.#flushing = undefined));
+    return this.#flushing;
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#queue.length) {
+      const text = this.#queue.join("");
+      this.#queue = [];
+      await this.#writer!.write(encoder.encode(text));
+    }
   }
 
   /** Stops the process group: SIGTERM, then SIGKILL after `graceMs`; waits until it is reaped. */

@@ -1,0 +1,200 @@
+/**
+ * Stdio dependencies: `memory:read_graph` through PML (SDK client → in-memory MCP → gateway →
+ * StdioTarget → `@modelcontextprotocol/server-memory` under Deno) against the same server, started
+ * with the same command, called directly with the SDK client over stdio. Per-call latency (median,
+ * p99), throughput with 64 concurrent calls, and cold start (spawn → initialize → tools/list) under
+ * Deno vs `node <bin>` vs `npx --offline`. Installs come from npm's local cache (no network).
+ *
+ *   deno run -A bench/deps_bench.ts
+ */
+import { join } from "node:path";
+import { loadConfig } from "../packages/pml/src/config/config.ts";
+import { NpmInstaller } from "../packages/pml/src/deps/installer.ts";
+import { denoLaunch, type LaunchSpec } from "../packages/pml/src/deps/launch.ts";
+import { parseStdioMetadata } from "../packages/pml/src/deps/metadata.ts";
+import { CATALOGUE_DIR } from "../packages/pml/src/deps/sources.ts";
+import { createGateway } from "../packages/pml/src/gateway/create_gateway.ts";
+import { createMcpServer } from "../packages/pml/src/gateway/mcp_server.ts";
+import { Client } from "../packages/pml/src/sdk/client.ts";
+import { InMemoryTransport } from "../packages/pml/src/sdk/in_memory.ts";
+import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
+import { median, row } from "./_stats.ts";
+
+const SEQUENTIAL = 1000;
+const CONCURRENCY = 64;
+const CONCURRENT_TOTAL = 2000;
+const COLD_ROUNDS = 5;
+
+const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-deps-bench-" }));
+Deno.mkdirSync(join(ws, ".git"));
+Deno.mkdirSync(join(ws, "home"));
+Deno.writeTextFileSync(
+  join(ws, ".pml.json"),
+  JSON.stringify({ permissions: { allow: ["memory"], ask: [], deny: [] } }),
+);
+const env = Deno.env.toObject();
+const config = loadConfig({
+  env: {
+    PATH: env.PATH ?? "",
+    HOME: env.HOME ?? ws,
+    PML_HOME: join(ws, "home"),
+    PML_WORKSPACE: ws,
+  },
+  cwd: ws,
+});
+const installer = new NpmInstaller({ offline: true, env: config.env });
+
+// PML: the gateway with an in-memory MCP client in front, as `pml stdio` has minus the pipe.
+const gateway = createGateway(config, { prewarm: false, stdio: { installer } });
+const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+await createMcpServer(gateway).connect(serverSide);
+const pml = new Client({ name: "bench", version: "1" });
+await pml.connect(clientSide);
+const installStart = performance.now();
+const pending = await pml.callTool({ name: "memory__read_graph", arguments: {} });
+const workflowId = (pending.structuredContent as { workflow_id: string }).workflow_id;
+const installed = await pml.callTool({
+  name: "pml__continue",
+  arguments: { workflow_id: workflowId, decision: "yes" },
+});
+if (installed.isError) {
+  throw new Error(`deps bench: install failed: ${JSON.stringify(installed.content)}`);
+}
+const installMs = performance.now() - installStart;
+await pml.callTool({
+  name: "memory__create_entities",
+  arguments: {
+    entities: [1, 2, 3].map((i) => ({ name: `e${i}`, entityType: "bench", observations: ["o"] })),
+  },
+});
+
+// Direct: the same server, same Deno command and grants, driven by the SDK client over stdio.
+const meta = parseStdioMetadata(
+  "memory",
+  JSON.parse(Deno.readTextFileSync(join(CATALOGUE_DIR, "memory.json"))),
+  "catalogue",
+);
+const inst = (await installer.inspect(
+  meta.package!,
+  join(ws, ".pml", "deps", `memory@${meta.package!.version}`),
+))!;
+const spec = denoLaunch(meta, inst, {
+  workspace: ws,
+  denoPath: Deno.execPath(),
+  denoDir: join(config.pmlHome, "deno"),
+  env: config.env,
+});
+
+async function stdioClient(
+  command: string,
+  args: readonly string[],
+  clientEnv: Record<string, string>,
+) {
+  const transport = new StdioClientTransport({
+    command,
+    args: [...args],
+    cwd: ws,
+    env: clientEnv,
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "bench", version: "1" });
+  await client.connect(transport);
+  return client;
+}
+const direct = await stdioClient(spec.command, spec.args, { ...spec.env });
+
+const callPml = async () => {
+  const r = await pml.callTool({ name: "memory__read_graph", arguments: {} });
+  if (r.isError) throw new Error(`pml: ${JSON.stringify(r.content)}`);
+};
+const callDirect = async () => {
+  const r = await direct.callTool({ name: "read_graph", arguments: {} });
+  if (r.isError) throw new Error(`direct: ${JSON.stringify(r.content)}`);
+};
+
+async function timed(fn: () => Promise<void>, into: number[]) {
+  const t0 = performance.now();
+  await fn();
+  into.push(performance.now() - t0);
+}
+
+// 1. Sequential latency, alternating turns so both see the same load.
+for (let i = 0; i < 100; i++) (await callPml(), await callDirect());
+const viaPml: number[] = [];
+const viaDirect: number[] = [];
+for (let i = 0; i < SEQUENTIAL; i++) {
+  if (i % 2 === 0) (await timed(callPml, viaPml), await timed(callDirect, viaDirect));
+  else (await timed(callDirect, viaDirect), await timed(callPml, viaPml));
+}
+
+// 2. Throughput: CONCURRENT_TOTAL calls, CONCURRENCY in flight at any time.
+async function throughput(call: () => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next++ < CONCURRENT_TOTAL) await call();
+    }),
+  );
+  return CONCURRENT_TOTAL / ((performance.now() - t0) / 1000);
+}
+await throughput(callPml); // warm-up (JIT) of both paths
+await throughput(callDirect);
+const tputPmlRounds: number[] = [];
+const tputDirectRounds: number[] = [];
+for (let round = 0; round < 3; round++) {
+  tputPmlRounds.push(await throughput(callPml));
+  tputDirectRounds.push(await throughput(callDirect));
+}
+const tputPml = median(tputPmlRounds);
+const tputDirect = median(tputDirectRounds);
+
+await pml.close();
+await gateway.close();
+await direct.close();
+
+// 3. Cold start: spawn → initialize → tools/list, then close.
+async function coldStart(
+  command: string,
+  args: readonly string[],
+  clientEnv: Record<string, string>,
+) {
+  const samples: number[] = [];
+  for (let i = 0; i < COLD_ROUNDS; i++) {
+    const t0 = performance.now();
+    const client = await stdioClient(command, args, clientEnv);
+    await client.listTools();
+    samples.push(performance.now() - t0);
+    await client.close();
+  }
+  return samples;
+}
+const pathEnv = { PATH: env.PATH ?? "/usr/bin:/bin", HOME: env.HOME ?? ws };
+const coldDeno = await coldStart(spec.command, spec.args, { ...spec.env });
+const coldNode = await coldStart("node", [inst.bin], pathEnv);
+const npxSpec = `${meta.package!.name}@${meta.package!.version}`;
+const coldNpx = await coldStart("npx", ["--offline", "-y", npxSpec], pathEnv);
+
+const p = (spec: LaunchSpec) => spec.args.filter((a) => a.startsWith("--allow")).join(" ");
+console.log(`deps bench: memory:read_graph (3 entities), ${SEQUENTIAL} sequential calls per side`);
+console.log(
+  `  first use: approval + offline npm install + integrity check + start: ${
+    installMs.toFixed(0)
+  } ms`,
+);
+console.log(`  server grants: ${p(spec).replaceAll(ws, "<ws>")} --ignore-env`);
+console.log(`  ${row("via pml (gateway → StdioTarget → server)", viaPml, viaDirect)}`);
+console.log(`  ${row("direct (SDK client → same server)", viaDirect)}`);
+console.log(
+  `  overhead: median +${(median(viaPml) - median(viaDirect)).toFixed(3)} ms (target ≤ +1 ms)`,
+);
+console.log(
+  `  throughput, ${CONCURRENCY} concurrent (median of 3 alternating rounds): pml ${
+    tputPml.toFixed(0)
+  } calls/s, direct ${tputDirect.toFixed(0)} calls/s` +
+    `, ratio ${(tputPml / tputDirect).toFixed(2)}× (target ≥ 0.8×)`,
+);
+console.log(`  ${row("cold start under Deno (spawn → tools/list)", coldDeno, coldNode)}`);
+console.log(`  ${row("cold start node <bin>", coldNode)}`);
+console.log(`  ${row("cold start npx --offline", coldNpx, coldNode)}`);
+await Deno.remove(ws, { recursive: true }).catch(() => {});
