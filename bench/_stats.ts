@@ -16,7 +16,9 @@ export function fmtMs(ms: number): string {
 export function row(label: string, samples: number[], baseline?: number[]): string {
   const m = median(samples);
   const ratio = baseline ? `  ratio ${(m / median(baseline)).toFixed(2)}×` : "";
-  return `${label.padEnd(44)} median ${fmtMs(m).padStart(9)}  p99 ${fmtMs(percentile(samples, 99)).padStart(9)}${ratio}`;
+  return `${label.padEnd(44)} median ${fmtMs(m).padStart(9)}  p99 ${
+    fmtMs(percentile(samples, 99)).padStart(9)
+  }${ratio}`;
 }
 
 /** Resident memory (kB) of a process and all its descendants (Linux /proc). */

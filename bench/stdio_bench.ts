@@ -22,7 +22,12 @@ Deno.writeTextFileSync(
 const env = { PATH: Deno.env.get("PATH") ?? "", HOME: join(ws, "home"), PML_WORKSPACE: ws };
 
 const servers = {
-  pml: { command: join(ROOT, "bin", "pml"), args: ["stdio"], tool: "filesystem__read_file", path: "file4k.txt" },
+  pml: {
+    command: join(ROOT, "bin", "pml"),
+    args: ["stdio"],
+    tool: "filesystem__read_file",
+    path: "file4k.txt",
+  },
   direct: {
     command: "node",
     args: [join(ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), ws],
@@ -34,7 +39,13 @@ type Name = keyof typeof servers;
 
 async function connect(name: Name) {
   const s = servers[name];
-  const transport = new StdioClientTransport({ command: s.command, args: s.args, cwd: ws, env, stderr: "ignore" });
+  const transport = new StdioClientTransport({
+    command: s.command,
+    args: s.args,
+    cwd: ws,
+    env,
+    stderr: "ignore",
+  });
   const client = new Client({ name: "bench", version: "1" });
   const t0 = performance.now();
   await client.connect(transport);
@@ -80,7 +91,9 @@ for (let round = 0; round < 10; round++) {
 }
 console.log(row("read_file 4 KiB: pml stdio", lat.pml, lat.direct));
 console.log(row("read_file 4 KiB: server-filesystem direct", lat.direct));
-console.log(`median overhead of pml: ${((median(lat.pml) - median(lat.direct)) * 1000).toFixed(0)} µs`);
+console.log(
+  `median overhead of pml: ${((median(lat.pml) - median(lat.direct)) * 1000).toFixed(0)} µs`,
+);
 
 const pid = pml.transport.pid!;
 await new Promise((r) => setTimeout(r, 1000));

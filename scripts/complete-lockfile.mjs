@@ -16,9 +16,21 @@ for (const [name, version] of Object.entries(deno?.optionalDependencies ?? {})) 
   const key = `node_modules/${name}`;
   if (pkgs[key]) continue;
   const [os, cpu, libc] = name.replace("@deno/", "").split("-");
-  pkgs[key] = { version, cpu: [cpu], ...(libc ? { libc: [libc] } : {}), license: "MIT", optional: true, os: [os] };
+  pkgs[key] = {
+    version,
+    cpu: [cpu],
+    ...(libc ? { libc: [libc] } : {}),
+    license: "MIT",
+    optional: true,
+    os: [os],
+  };
   added++;
 }
-lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a < b ? -1 : a > b ? 1 : 0)));
+lock.packages = Object.fromEntries(
+  Object.entries(pkgs).sort((
+    [a],
+    [b],
+  ) => (a === "" ? -1 : b === "" ? 1 : a < b ? -1 : a > b ? 1 : 0)),
+);
 writeFileSync(path, JSON.stringify(lock, null, 2) + "\n");
 console.log(`complete-lockfile: added ${added} entries`);

@@ -11,7 +11,10 @@ const include: string[] = config.publish.include;
 const exclude: string[] = config.publish.exclude ?? [];
 
 function globRe(glob: string): RegExp {
-  const re = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*\*\//g, "(.*/)?").replace(/\*/g, "[^/]*");
+  const re = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*\*\//g, "(.*/)?").replace(
+    /\*/g,
+    "[^/]*",
+  );
   return new RegExp(`^${re}$`);
 }
 
@@ -36,7 +39,13 @@ const std = walk(join(root, "registry", "std")).filter((p) => p.endsWith(".ts"))
 const all = [...files, ...std].map((p) => relative(root, p)).sort();
 
 const raw = all.reduce((n, p) => n + Deno.statSync(join(root, p)).size, 0);
-const tar = await new Deno.Command("tar", { args: ["-czf", "-", ...all], cwd: root, stdout: "piped" }).output();
-console.log(`@casys/pml published form: ${all.length} files, ${(raw / 1024).toFixed(1)} KiB raw, ${
-  (tar.stdout.length / 1024).toFixed(1)
-} KiB gzipped (seed story 14.1 target: < 50 KB)`);
+const tar = await new Deno.Command("tar", {
+  args: ["-czf", "-", ...all],
+  cwd: root,
+  stdout: "piped",
+}).output();
+console.log(
+  `@casys/pml published form: ${all.length} files, ${(raw / 1024).toFixed(1)} KiB raw, ${
+    (tar.stdout.length / 1024).toFixed(1)
+  } KiB gzipped (seed story 14.1 target: < 50 KB)`,
+);

@@ -25,7 +25,11 @@ export function sandboxFlags(spec: SandboxSpec): string[] {
     }
   }
   const flags = ["run", "--no-prompt", "--no-config", "--no-lock", "--no-remote", "--quiet"];
-  flags.push(`--v8-flags=--max-old-space-size=${spec.maxHeapMb ?? 256},--max-semi-space-size=1,--optimize-for-size`);
+  flags.push(
+    `--v8-flags=--max-old-space-size=${
+      spec.maxHeapMb ?? 256
+    },--max-semi-space-size=1,--optimize-for-size`,
+  );
   if (spec.read.length) flags.push(`--allow-read=${spec.read.join(",")}`);
   if (spec.write.length) flags.push(`--allow-write=${spec.write.join(",")}`);
   if (spec.net.length) flags.push(`--allow-net=${spec.net.join(",")}`);
