@@ -1,0 +1,191 @@
+/**
+ * End to end: `bin/pml stdio` in cloud mode against a real `pml-server` on loopback, whose `http`
+ * registry entries proxy a real remote MCP server (server-everything over Streamable HTTP).
+ */
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+} from "../../packages/pml/src/testing/assert.ts";
+import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { decodeByok, startCloud, startUpstream } from "./_cloud.ts";
+import { connectStdio } from "./_spawn.ts";
+
+const text = (r: unknown) =>
+  ((r as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? "").join("");
+
+const PML_JSON = {
+  permissions: { allow: ["filesystem", "json", "upstream", "open"], ask: [], deny: [] },
+  env: ["UPSTREAM_TOKEN", "OTHER_SECRET"],
+};
+
+function cloudEnv(cloud: { url: string; key: string }, extra: Record<string, string> = {}) {
+  return {
+    PML_CLOUD_URL: cloud.url,
+    PML_API_KEY: cloud.key,
+    PML_CLOUD_TIMEOUT_MS: "3000",
+    UPSTREAM_TOKEN: "tok-upstream-123",
+    OTHER_SECRET: "other-secret-456",
+    ...extra,
+  };
+}
+
+Deno.test("e2e cloud: local calls stay local; cloud calls carry the key and X-PML-Client; BYOK only for the tool that declares it", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace(PML_JSON);
+  ws.write("notes.txt", "local notes");
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+
+  const names = (await client.listTools()).tools.map((t) => t.name);
+  for (const n of ["pml__search", "filesystem__read_file", "json__parse", "upstream__echo"]) {
+    assert(names.includes(n), `${n} in ${names.join(", ")}`);
+  }
+
+  const before = cloud.seen.length;
+  const read = await client.callTool({
+    name: "filesystem__read_file",
+    arguments: { path: "notes.txt" },
+  });
+  assertEquals(text(read), "local notes");
+  assertEquals(cloud.seen.length, before, "a local call must not reach the cloud");
+
+  const echoed = await client.callTool({
+    name: "upstream__echo",
+    arguments: { message: "hello upstream" },
+  });
+  assert(!echoed.isError, text(echoed));
+  assertStringIncludes(text(echoed), "hello upstream");
+  const upCall = cloud.calls().at(-1)!;
+  assertEquals(upCall.tool?.replace("__", ":"), "upstream:echo");
+  assertEquals(upCall.headers["authorization"], `Bearer ${cloud.key}`);
+  assertEquals(upCall.headers["x-pml-client"], "package");
+  assertEquals(decodeByok(upCall.headers["x-pml-byok"]), { UPSTREAM_TOKEN: "tok-upstream-123" });
+  const atUpstream = upstream.seen.filter((s) => s.path === "/u/mcp" && s.rpc === "tools/call");
+  assertEquals(atUpstream.length, 1);
+  assertEquals(atUpstream[0].headers["authorization"], "Bearer tok-upstream-123");
+
+  const open = await client.callTool({ name: "open__echo", arguments: { message: "hi open" } });
+  assertStringIncludes(text(open), "hi open");
+  assertEquals(cloud.calls().at(-1)!.headers["x-pml-byok"], undefined);
+  for (const s of upstream.seen.filter((s) => s.path === "/o/mcp")) {
+    assertEquals(s.headers["authorization"], undefined);
+  }
+  // No secret travels anywhere else: not in any other request to the cloud or the upstream.
+  for (const s of [...cloud.seen, ...upstream.seen]) {
+    const headers = JSON.stringify(s.headers);
+    assert(!headers.includes("other-secret-456"), `${s.method} ${s.path}`);
+    if (s !== upCall && !(s.path === "/u/mcp")) assert(!headers.includes("tok-upstream-123"));
+  }
+
+  const search = await client.callTool({ name: "pml__search", arguments: { query: "echo" } });
+  assert(!search.isError, text(search));
+  assertStringIncludes(text(search), "echo");
+});
+
+Deno.test("e2e cloud: a server-routed std tool (json:parse) runs on the cloud, with the key and no BYOK", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace(PML_JSON);
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const parsed = await client.callTool({ name: "json:parse", arguments: { text: '{"a":[1,2]}' } });
+  assert(!parsed.isError, text(parsed));
+  assertStringIncludes(text(parsed), '"a"');
+  const jsonCall = cloud.calls().at(-1);
+  assertEquals(
+    jsonCall?.tool?.replace("__", ":"),
+    "json:parse",
+    "json routes to the server (DESIGN §6)",
+  );
+  assertEquals(jsonCall.headers["authorization"], `Bearer ${cloud.key}`);
+  assertEquals(jsonCall.headers["x-pml-client"], "package");
+  assertEquals(jsonCall.headers["x-pml-byok"], undefined, "json:parse declares no key");
+});
+
+Deno.test("e2e cloud: a declared variable missing from .pml.json env is named with how to set it", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace({ ...PML_JSON, env: [] });
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const r = await client.callTool({ name: "upstream:echo", arguments: { message: "x" } });
+  assert(r.isError);
+  assertStringIncludes(text(r), "UPSTREAM_TOKEN");
+  assertStringIncludes(text(r), ".pml.json");
+  assertEquals(cloud.calls().length, 0, "nothing was sent");
+});
+
+Deno.test("e2e cloud: without PML_API_KEY cloud tools say so, local tools work, the cloud sees nothing", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace(PML_JSON);
+  ws.write("a.txt", "A");
+  await using client = await connectStdio(ws, {
+    env: { ...cloudEnv(cloud), PML_API_KEY: "" },
+  });
+  const r = await client.callTool({ name: "json:parse", arguments: { text: "1" } });
+  assert(r.isError);
+  assertStringIncludes(text(r), "Cloud mode requires PML_API_KEY");
+  assertEquals(
+    text(await client.callTool({ name: "filesystem:read_file", arguments: { path: "a.txt" } })),
+    "A",
+  );
+  assertEquals(cloud.seen.length, 0);
+});
+
+Deno.test("e2e cloud: cloud killed mid-session → local works, cloud tools fail clearly; back → works again", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace(PML_JSON);
+  ws.write("a.txt", "A");
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const call = () => client.callTool({ name: "open:echo", arguments: { message: "ping" } });
+  assert(!(await call()).isError);
+
+  await cloud.stop();
+  const down = await call();
+  assert(down.isError);
+  assertStringIncludes(text(down), "unreachable");
+  assertStringIncludes(text(down), "Local tools keep working");
+  assertEquals(
+    text(await client.callTool({ name: "filesystem:read_file", arguments: { path: "a.txt" } })),
+    "A",
+  );
+  const names = (await client.listTools()).tools.map((t) => t.name);
+  assert(names.includes("filesystem__read_file"));
+
+  cloud.start();
+  const back = await call();
+  assert(!back.isError, text(back));
+});
+
+Deno.test("e2e cloud: a cloud that accepts connections but never answers gives a bounded offline error", async () => {
+  const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const c of silent) held.push(c);
+  })();
+  try {
+    await using ws = tempWorkspace(PML_JSON);
+    ws.write("a.txt", "A");
+    await using client = await connectStdio(ws, {
+      env: {
+        PML_CLOUD_URL: `http://127.0.0.1:${(silent.addr as Deno.NetAddr).port}`,
+        PML_API_KEY: "pml_whatever",
+        PML_CLOUD_TIMEOUT_MS: "1500",
+      },
+    });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert(names.includes("filesystem__read_file"));
+    const r = await client.callTool({ name: "json:parse", arguments: { text: "1" } });
+    assert(r.isError);
+    assertStringIncludes(text(r), "did not answer within");
+    assertEquals(
+      text(await client.callTool({ name: "filesystem:read_file", arguments: { path: "a.txt" } })),
+      "A",
+    );
+  } finally {
+    silent.close();
+    for (const c of held) c.close();
+    await accepting.catch(() => {});
+  }
+});
