@@ -1,0 +1,181 @@
+/**
+ * End to end: `bin/pml serve` spawned on a free loopback port and driven by the SDK client over
+ * Streamable HTTP: same results as `pml stdio`, DNS-rebinding protection, concurrent sessions,
+ * clean shutdown on SIGTERM.
+ */
+import { Client } from "../../packages/pml/src/sdk/client.ts";
+import { StreamableHTTPClientTransport } from "../../packages/pml/src/sdk/http_client.ts";
+import { ElicitRequestSchema } from "../../packages/pml/src/sdk/types.ts";
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+} from "../../packages/pml/src/testing/assert.ts";
+import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { startCloud, startUpstream } from "./_cloud.ts";
+import { childPids, connectStdio, PML_BIN, pmlEnv, processAlive } from "./_spawn.ts";
+
+const PML_JSON = {
+  permissions: { allow: ["filesystem", "open"], ask: ["filesystem:write_file"], deny: [] },
+};
+
+/** Spawns `pml serve --port 0` and waits for the URL it prints on stderr. */
+export async function spawnServe(
+  ws: { dir: string; home: string },
+  env: Record<string, string> = {},
+) {
+  const child = new Deno.Command(PML_BIN, {
+    args: ["serve", "--port", "0"],
+    cwd: ws.dir,
+    env: pmlEnv(ws, env),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let err = "";
+  let url: string | undefined;
+  while (!url) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`pml serve exited: ${err}`);
+    err += value;
+    url = err.match(/http:\/\/127\.0\.0\.1:\d+\/mcp/)?.[0];
+  }
+  const draining = (async () => {
+    while (!(await reader.read()).done) { /* keep the pipe flowing */ }
+  })();
+  return {
+    url,
+    child,
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      await child.status;
+      await draining.catch(() => {});
+    },
+  };
+}
+
+async function connectHttp(url: string, elicit?: () => Promise<"yes" | "no">) {
+  const client = new Client(
+    { name: "e2e-http", version: "1" },
+    { capabilities: elicit ? { elicitation: {} } : {} },
+  );
+  if (elicit) {
+    client.setRequestHandler(ElicitRequestSchema, async () => ({
+      action: "accept",
+      content: { decision: await elicit() },
+    }));
+  }
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return Object.assign(client, { [Symbol.asyncDispose]: () => client.close() });
+}
+
+Deno.test("e2e serve: the same tool calls through pml stdio and pml serve give the same results", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace(PML_JSON);
+  ws.write("src/a.txt", "alpha");
+  const env = { PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key };
+  await using serve = await spawnServe(ws, env);
+  await using http = await connectHttp(serve.url);
+  await using stdio = await connectStdio(ws, { env });
+  const calls = [
+    { name: "filesystem__read_file", arguments: { path: "src/a.txt" } },
+    { name: "filesystem__list_directory", arguments: { path: "src" } },
+    { name: "filesystem__read_file", arguments: { path: "../outside.txt" } },
+    { name: "open__echo", arguments: { message: "same" } },
+  ];
+  const names = (r: { tools: { name: string }[] }) => r.tools.map((t) => t.name).sort();
+  assertEquals(names(await http.listTools()), names(await stdio.listTools()));
+  for (const call of calls) {
+    assertEquals(await http.callTool(call), await stdio.callTool(call), call.name);
+  }
+});
+
+async function rawRequest(port: number, host: string): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+  await conn.write(
+    new TextEncoder().encode(
+      `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+        `Accept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    ),
+  );
+  const out = await new Response(conn.readable).text();
+  return out;
+}
+
+Deno.test("e2e serve: a foreign Host or Origin is refused (DNS rebinding)", async () => {
+  await using ws = tempWorkspace(PML_JSON);
+  await using serve = await spawnServe(ws);
+  const port = Number(new URL(serve.url).port);
+  assertStringIncludes(await rawRequest(port, `evil.example:${port}`), "403 Forbidden");
+  assertStringIncludes(await rawRequest(port, `127.0.0.1:${port + 1}`), "403 Forbidden");
+  const res = await fetch(serve.url, {
+    method: "POST",
+    headers: {
+      origin: "http://evil.example",
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "x", version: "1" },
+      },
+    }),
+  });
+  assertEquals(res.status, 403);
+  assertStringIncludes(await res.text(), "Origin");
+  // The legitimate client still gets in.
+  await using ok = await connectHttp(serve.url.replace("127.0.0.1", "localhost"));
+  assert((await ok.listTools()).tools.length > 0);
+});
+
+Deno.test("e2e serve: sessions run concurrently (one waits on the human while another completes); SIGTERM closes the sandboxes", async () => {
+  await using ws = tempWorkspace(PML_JSON);
+  ws.write("r.txt", "R");
+  await using serve = await spawnServe(ws);
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let asked!: () => void;
+  const askedP = new Promise<void>((r) => (asked = r));
+  await using a = await connectHttp(serve.url, async () => {
+    asked();
+    await released;
+    return "yes";
+  });
+  await using b = await connectHttp(serve.url);
+  const pending = a.callTool({
+    name: "filesystem__write_file",
+    arguments: { path: "w.txt", content: "W" },
+  });
+  await askedP;
+  // Session A is parked inside its call; session B is served meanwhile.
+  const reads = await Promise.all(
+    Array.from(
+      { length: 8 },
+      () => b.callTool({ name: "filesystem__read_file", arguments: { path: "r.txt" } }),
+    ),
+  );
+  for (const r of reads) assertEquals((r.content as { text: string }[])[0].text, "R");
+  release();
+  const written = await pending;
+  assert(!written.isError);
+  assertEquals(ws.read("w.txt"), "W");
+
+  const sandboxes = childPids(serve.child.pid);
+  assert(sandboxes.length > 0, "the warm sandbox runs under pml serve");
+  serve.child.kill("SIGTERM");
+  const status = await serve.child.status;
+  assertEquals(status.code, 0);
+  for (const pid of sandboxes) assert(!processAlive(pid), `sandbox ${pid} still alive`);
+});
