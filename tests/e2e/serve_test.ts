@@ -13,50 +13,12 @@ import {
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { startCloud, startUpstream } from "./_cloud.ts";
-import { childPids, connectStdio, PML_BIN, pmlEnv, processAlive } from "./_spawn.ts";
+import { spawnServe } from "./_serve.ts";
+import { childPids, connectStdio, processAlive } from "./_spawn.ts";
 
 const PML_JSON = {
   permissions: { allow: ["filesystem", "open"], ask: ["filesystem:write_file"], deny: [] },
 };
-
-/** Spawns `pml serve --port 0` and waits for the URL it prints on stderr. */
-export async function spawnServe(
-  ws: { dir: string; home: string },
-  env: Record<string, string> = {},
-) {
-  const child = new Deno.Command(PML_BIN, {
-    args: ["serve", "--port", "0"],
-    cwd: ws.dir,
-    env: pmlEnv(ws, env),
-    clearEnv: true,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let err = "";
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`pml serve exited: ${err}`);
-    err += value;
-    url = err.match(/http:\/\/127\.0\.0\.1:\d+\/mcp/)?.[0];
-  }
-  const draining = (async () => {
-    while (!(await reader.read()).done) { /* keep the pipe flowing */ }
-  })();
-  return {
-    url,
-    child,
-    async [Symbol.asyncDispose]() {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already gone */ }
-      await child.status;
-      await draining.catch(() => {});
-    },
-  };
-}
 
 async function connectHttp(url: string, elicit?: () => Promise<"yes" | "no">) {
   const client = new Client(
