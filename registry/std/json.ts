@@ -9,6 +9,15 @@
 
 type Args = Record<string, unknown>;
 
+/** Runs `fn` so that a thrown error becomes a rejected promise (every action is async). */
+function settle<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 function text(args: Args, name: string): string {
   const value = args[name];
   if (typeof value !== "string") throw new TypeError(`Argument "${name}" must be a string`);
@@ -17,23 +26,29 @@ function text(args: Args, name: string): string {
 
 /** Parses JSON text into a value. */
 export function parse(args: Args): Promise<unknown> {
-  const source = text(args, "text");
-  try {
-    return Promise.resolve(JSON.parse(source));
-  } catch (error) {
-    throw new SyntaxError(`Cannot parse JSON: ${(error as Error).message}`);
-  }
+  return settle(() => {
+    const source = text(args, "text");
+    try {
+      return JSON.parse(source);
+    } catch (error) {
+      throw new SyntaxError(`Cannot parse JSON: ${(error as Error).message}`);
+    }
+  });
 }
 
 /** Serialises a value as JSON text, compact or indented. */
 export function stringify(args: Args): Promise<string> {
-  const indent = args.indent ?? 0;
-  if (typeof indent !== "number" || !Number.isInteger(indent) || indent < 0 || indent > 10) {
-    throw new TypeError(`Argument "indent" must be an integer from 0 to 10, got ${String(indent)}`);
-  }
-  const out = JSON.stringify(args.value, null, indent || undefined);
-  if (out === undefined) throw new TypeError(`Argument "value" is not JSON-serialisable`);
-  return Promise.resolve(out);
+  return settle(() => {
+    const indent = args.indent ?? 0;
+    if (typeof indent !== "number" || !Number.isInteger(indent) || indent < 0 || indent > 10) {
+      throw new TypeError(
+        `Argument "indent" must be an integer from 0 to 10, got ${String(indent)}`,
+      );
+    }
+    const out = JSON.stringify(args.value, null, indent || undefined);
+    if (out === undefined) throw new TypeError(`Argument "value" is not JSON-serialisable`);
+    return out;
+  });
 }
 
 /**
@@ -59,24 +74,26 @@ function pathKeys(path: string): string[] {
 
 /** Returns the part of a JSON value (or JSON text) at a path. */
 export function query(args: Args): Promise<unknown> {
-  let value = "value" in args ? args.value : JSON.parse(text(args, "text"));
-  const path = text(args, "path");
-  const walked: string[] = [];
-  for (const key of pathKeys(path)) {
-    if (Array.isArray(value) && /^\d+$/.test(key) && Number(key) < value.length) {
-      value = value[Number(key)];
-    } else if (
-      typeof value === "object" && value !== null && !Array.isArray(value) &&
-      Object.hasOwn(value, key)
-    ) {
-      value = (value as Record<string, unknown>)[key];
-    } else {
-      if (args.default !== undefined) return Promise.resolve(args.default);
-      throw new RangeError(`Path "${path}" not found: no key "${key}" at "${walked.join(".")}"`);
+  return settle(() => {
+    let value = "value" in args ? args.value : JSON.parse(text(args, "text"));
+    const path = text(args, "path");
+    const walked: string[] = [];
+    for (const key of pathKeys(path)) {
+      if (Array.isArray(value) && /^\d+$/.test(key) && Number(key) < value.length) {
+        value = value[Number(key)];
+      } else if (
+        typeof value === "object" && value !== null && !Array.isArray(value) &&
+        Object.hasOwn(value, key)
+      ) {
+        value = (value as Record<string, unknown>)[key];
+      } else {
+        if (args.default !== undefined) return args.default;
+        throw new RangeError(`Path "${path}" not found: no key "${key}" at "${walked.join(".")}"`);
+      }
+      walked.push(key);
     }
-    walked.push(key);
-  }
-  return Promise.resolve(value);
+    return value;
+  });
 }
 
 /** Tool descriptions and input schemas. */

@@ -10,6 +10,15 @@
 
 type Args = Record<string, unknown>;
 
+/** Runs `fn` so that a thrown error becomes a rejected promise (every action is async). */
+function settle<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 const MAX_EXPRESSION = 10_000;
 
 const CONSTANTS: Record<string, number> = { pi: Math.PI, e: Math.E, tau: 2 * Math.PI };
@@ -135,41 +144,49 @@ const total = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 /** Evaluates an arithmetic expression like `2 * (3 + 4) ^ 2 / sqrt(16)`. */
 export function evaluate(args: Args): Promise<number> {
-  const expression = args.expression;
-  if (typeof expression !== "string" || expression.trim() === "") {
-    throw new TypeError(`Argument "expression" must be a non-empty string`);
-  }
-  if (expression.length > MAX_EXPRESSION) {
-    throw new RangeError(
-      `Expression is ${expression.length} characters; the limit is ${MAX_EXPRESSION}`,
-    );
-  }
-  const variables = (args.variables ?? {}) as Record<string, unknown>;
-  if (typeof variables !== "object" || Array.isArray(variables)) {
-    throw new TypeError(`Argument "variables" must be an object of numbers`);
-  }
-  for (const [name, value] of Object.entries(variables)) {
-    if (typeof value !== "number") throw new TypeError(`Variable "${name}" must be a number`);
-  }
-  return Promise.resolve(evaluateExpression(expression, variables as Record<string, number>));
+  return settle(() => {
+    const expression = args.expression;
+    if (typeof expression !== "string" || expression.trim() === "") {
+      throw new TypeError(`Argument "expression" must be a non-empty string`);
+    }
+    if (expression.length > MAX_EXPRESSION) {
+      throw new RangeError(
+        `Expression is ${expression.length} characters; the limit is ${MAX_EXPRESSION}`,
+      );
+    }
+    const variables = (args.variables ?? {}) as Record<string, unknown>;
+    if (typeof variables !== "object" || Array.isArray(variables)) {
+      throw new TypeError(`Argument "variables" must be an object of numbers`);
+    }
+    for (const [name, value] of Object.entries(variables)) {
+      if (typeof value !== "number") throw new TypeError(`Variable "${name}" must be a number`);
+    }
+    return evaluateExpression(expression, variables as Record<string, number>);
+  });
 }
 
 /** Adds a list of numbers. */
 export function sum(args: Args): Promise<number> {
-  return Promise.resolve(total(numbers(args)));
+  return settle(() => {
+    return total(numbers(args));
+  });
 }
 
 /** Arithmetic mean (average) of a list of numbers. */
 export function mean(args: Args): Promise<number> {
-  const xs = numbers(args);
-  return Promise.resolve(total(xs) / xs.length);
+  return settle(() => {
+    const xs = numbers(args);
+    return total(xs) / xs.length;
+  });
 }
 
 /** Median of a list of numbers. */
 export function median(args: Args): Promise<number> {
-  const xs = [...numbers(args)].sort((a, b) => a - b);
-  const mid = xs.length >> 1;
-  return Promise.resolve(xs.length % 2 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2);
+  return settle(() => {
+    const xs = [...numbers(args)].sort((a, b) => a - b);
+    const mid = xs.length >> 1;
+    return xs.length % 2 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
+  });
 }
 
 /** Count, sum, mean, median, min, max, variance and standard deviation of a list. */

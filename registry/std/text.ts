@@ -10,6 +10,15 @@
 
 type Args = Record<string, unknown>;
 
+/** Runs `fn` so that a thrown error becomes a rejected promise (every action is async). */
+function settle<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 function str(args: Args, name: string): string {
   const value = args[name];
   if (typeof value !== "string") throw new TypeError(`Argument "${name}" must be a string`);
@@ -41,77 +50,89 @@ const CASES: Record<string, (text: string) => string> = {
 
 /** Characters, words, lines and UTF-8 bytes of a text. */
 export function count(args: Args): Promise<Record<string, number>> {
-  const text = str(args, "text");
-  return Promise.resolve({
-    characters: [...text].length,
-    words: text.split(/\s+/).filter((w) => w !== "").length,
-    lines: text === "" ? 0 : text.split(/\r\n|\r|\n/).length,
-    bytes: new TextEncoder().encode(text).length,
+  return settle(() => {
+    const text = str(args, "text");
+    return {
+      characters: [...text].length,
+      words: text.split(/\s+/).filter((w) => w !== "").length,
+      lines: text === "" ? 0 : text.split(/\r\n|\r|\n/).length,
+      bytes: new TextEncoder().encode(text).length,
+    };
   });
 }
 
 /** Replaces literal occurrences of `search` (all of them unless `all` is false). */
 export function replace(args: Args): Promise<Record<string, unknown>> {
-  const text = str(args, "text");
-  const search = str(args, "search");
-  const replacement = str(args, "replacement");
-  if (search === "") throw new TypeError(`Argument "search" must not be empty`);
-  const parts = text.split(search);
-  const replacements = args.all === false ? Math.min(1, parts.length - 1) : parts.length - 1;
-  const result = args.all === false
-    ? text.replace(search, () => replacement)
-    : parts.join(replacement);
-  return Promise.resolve({ text: result, replacements });
+  return settle(() => {
+    const text = str(args, "text");
+    const search = str(args, "search");
+    const replacement = str(args, "replacement");
+    if (search === "") throw new TypeError(`Argument "search" must not be empty`);
+    const parts = text.split(search);
+    const replacements = args.all === false ? Math.min(1, parts.length - 1) : parts.length - 1;
+    const result = args.all === false
+      ? text.replace(search, () => replacement)
+      : parts.join(replacement);
+    return { text: result, replacements };
+  });
 }
 
 /** Splits a text on a literal separator (default: newline), optionally trimming and dropping empties. */
 export function split(args: Args): Promise<string[]> {
-  const text = str(args, "text");
-  const separator = args.separator === undefined ? "\n" : str(args, "separator");
-  let parts = text.split(separator);
-  if (args.trim === true) parts = parts.map((part) => part.trim());
-  if (args.removeEmpty === true) parts = parts.filter((part) => part !== "");
-  if (typeof args.limit === "number") parts = parts.slice(0, Math.max(0, args.limit));
-  return Promise.resolve(parts);
+  return settle(() => {
+    const text = str(args, "text");
+    const separator = args.separator === undefined ? "\n" : str(args, "separator");
+    let parts = text.split(separator);
+    if (args.trim === true) parts = parts.map((part) => part.trim());
+    if (args.removeEmpty === true) parts = parts.filter((part) => part !== "");
+    if (typeof args.limit === "number") parts = parts.slice(0, Math.max(0, args.limit));
+    return parts;
+  });
 }
 
 /** Converts the case of a text: upper, lower, title, sentence, camel, pascal, snake, kebab, constant. */
 export function convert_case(args: Args): Promise<string> {
-  const text = str(args, "text");
-  const to = str(args, "to");
-  const convert = Object.hasOwn(CASES, to) ? CASES[to] : undefined;
-  if (!convert) {
-    throw new TypeError(`Unknown case "${to}": expected one of ${Object.keys(CASES).join(", ")}`);
-  }
-  return Promise.resolve(convert(text));
+  return settle(() => {
+    const text = str(args, "text");
+    const to = str(args, "to");
+    const convert = Object.hasOwn(CASES, to) ? CASES[to] : undefined;
+    if (!convert) {
+      throw new TypeError(`Unknown case "${to}": expected one of ${Object.keys(CASES).join(", ")}`);
+    }
+    return convert(text);
+  });
 }
 
 /** URL slug: lower case ASCII words joined by `-`, accents removed. */
 export function slugify(args: Args): Promise<string> {
-  const separator = args.separator === undefined ? "-" : str(args, "separator");
-  const slug = str(args, "text")
-    .normalize("NFKD")
-    .replace(/[\u0300-\u036f]/g, "")
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, " ")
-    .trim()
-    .split(" ")
-    .filter((w) => w !== "")
-    .join(separator);
-  return Promise.resolve(slug);
+  return settle(() => {
+    const separator = args.separator === undefined ? "-" : str(args, "separator");
+    const slug = str(args, "text")
+      .normalize("NFKD")
+      .replace(/[\u0300-\u036f]/g, "")
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, " ")
+      .trim()
+      .split(" ")
+      .filter((w) => w !== "")
+      .join(separator);
+    return slug;
+  });
 }
 
 /** Shortens a text to at most `length` characters, ending with `ellipsis` when cut. */
 export function truncate(args: Args): Promise<string> {
-  const chars = [...str(args, "text")];
-  const length = args.length;
-  if (typeof length !== "number" || !Number.isInteger(length) || length < 0) {
-    throw new TypeError(`Argument "length" must be a non-negative integer`);
-  }
-  const ellipsis = args.ellipsis === undefined ? "…" : str(args, "ellipsis");
-  if (chars.length <= length) return Promise.resolve(chars.join(""));
-  const keep = Math.max(0, length - [...ellipsis].length);
-  return Promise.resolve(chars.slice(0, keep).join("") + ellipsis);
+  return settle(() => {
+    const chars = [...str(args, "text")];
+    const length = args.length;
+    if (typeof length !== "number" || !Number.isInteger(length) || length < 0) {
+      throw new TypeError(`Argument "length" must be a non-negative integer`);
+    }
+    const ellipsis = args.ellipsis === undefined ? "…" : str(args, "ellipsis");
+    if (chars.length <= length) return chars.join("");
+    const keep = Math.max(0, length - [...ellipsis].length);
+    return chars.slice(0, keep).join("") + ellipsis;
+  });
 }
 
 const TEXT = { type: "string", description: "The input text" };
