@@ -1,0 +1,115 @@
+/**
+ * Cloud path and `pml serve` throughput, all on loopback, in one run:
+ *
+ * 1. `json:parse` through `pml stdio` → pml-server, against the same call on the server's MCP
+ *    endpoint with the SDK client directly (baseline): the ratio is what the gateway adds.
+ * 2. `pml serve` under 64 concurrent sessions: local `filesystem:read_file` and cloud `json:parse`
+ *    calls per second, against 64 direct sessions to the server.
+ *
+ * The cloud is the real `createApp()` of pml-server with its MCP handler (SQLite in memory). The
+ * package's `registries` point at an empty registry so that `json:parse` is not taken by the
+ * registry deno-module target (see the report: it currently claims server-routed std tools).
+ *
+ * Run: `deno run -A bench/cloud_bench.ts`
+ */
+import { Client } from "../packages/pml/src/sdk/client.ts";
+import { StreamableHTTPClientTransport } from "../packages/pml/src/sdk/http_client.ts";
+import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
+import { startCloud } from "../tests/e2e/_cloud.ts";
+import { spawnServe } from "../tests/e2e/_serve.ts";
+import { connectStdio } from "../tests/e2e/_spawn.ts";
+import { median, row } from "./_stats.ts";
+
+const ROUNDS = 300;
+const CLIENTS = 64;
+const PER_CLIENT = 10;
+const ARGS = { text: '{"a":[1,2,3],"b":{"c":"d"}}' };
+
+async function httpClient(url: string, headers: Record<string, string> = {}) {
+  const client = new Client({ name: "bench", version: "1" }, { capabilities: {} });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }),
+  );
+  return client;
+}
+
+async function timed(n: number, call: () => Promise<unknown>): Promise<number[]> {
+  for (let i = 0; i < 20; i++) await call(); // warm-up
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await call();
+    samples.push(performance.now() - t);
+  }
+  return samples;
+}
+
+async function throughput(clients: Client[], call: (c: Client) => Promise<unknown>) {
+  for (const c of clients) await call(c);
+  const t = performance.now();
+  await Promise.all(clients.map(async (c) => {
+    for (let i = 0; i < PER_CLIENT; i++) await call(c);
+  }));
+  return (clients.length * PER_CLIENT) / ((performance.now() - t) / 1000);
+}
+
+const emptyRegistry = Deno.serve(
+  { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+  () => Response.json({ items: [], total: 0, page: 1, limit: 100 }),
+);
+await using cloud = await startCloud("http://127.0.0.1:9");
+await using ws = tempWorkspace({
+  permissions: { allow: ["filesystem", "json"], ask: [], deny: [] },
+  registries: [`http://127.0.0.1:${emptyRegistry.addr.port}`],
+});
+ws.write("r.txt", "bench");
+const env = { PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key };
+const auth = { authorization: `Bearer ${cloud.key}` };
+
+const direct = await httpClient(`${cloud.url}/mcp`, auth);
+await using stdio = await connectStdio(ws, { env });
+const viaCloud = (r: unknown) => {
+  if ((r as { isError?: boolean }).isError) throw new Error(JSON.stringify(r));
+};
+const before = cloud.calls().length;
+const base = await timed(
+  ROUNDS,
+  async () => viaCloud(await direct.callTool({ name: "json__parse", arguments: ARGS })),
+);
+const pml = await timed(
+  ROUNDS,
+  async () => viaCloud(await stdio.callTool({ name: "json:parse", arguments: ARGS })),
+);
+const reached = cloud.calls().length - before;
+console.log(`json:parse, ${ROUNDS} sequential calls (cloud saw ${reached} tools/call in total)`);
+console.log(row("direct SDK client → pml-server /mcp", base));
+console.log(row("pml stdio → CloudTarget → pml-server", pml, base));
+console.log(`  added by pml: ${(median(pml) - median(base)).toFixed(2)} ms per call`);
+
+await using serve = await spawnServe(ws, env);
+const sessions = await Promise.all(Array.from({ length: CLIENTS }, () => httpClient(serve.url)));
+const directs = await Promise.all(
+  Array.from({ length: CLIENTS }, () => httpClient(`${cloud.url}/mcp`, auth)),
+);
+const local = await throughput(
+  sessions,
+  (c) => c.callTool({ name: "filesystem__read_file", arguments: { path: "r.txt" } }),
+);
+const cloudDirect = await throughput(
+  directs,
+  (c) => c.callTool({ name: "json__parse", arguments: ARGS }),
+);
+const cloudVia = await throughput(
+  sessions,
+  (c) => c.callTool({ name: "json:parse", arguments: ARGS }),
+);
+console.log(`\npml serve, ${CLIENTS} concurrent sessions × ${PER_CLIENT} calls`);
+console.log(`${"filesystem:read_file (local sandbox)".padEnd(44)} ${local.toFixed(0)} calls/s`);
+console.log(`${"json:parse direct to pml-server".padEnd(44)} ${cloudDirect.toFixed(0)} calls/s`);
+console.log(
+  `${"json:parse via pml serve → pml-server".padEnd(44)} ${cloudVia.toFixed(0)} calls/s  ratio ${
+    (cloudVia / cloudDirect).toFixed(2)
+  }× of direct`,
+);
+await Promise.all([...sessions, ...directs, direct].map((c) => c.close()));
+await emptyRegistry.shutdown();
