@@ -84,6 +84,8 @@ export class DenoModuleTarget implements Target {
     const priv = await this.stack.privateMcps.denoSource(ns).catch(() => undefined);
     if (priv) return !action.startsWith("_") && action !== "__meta__";
     if (this.#d.config.privateMcps[ns]) return false;
+    // Platform server tools (json, math, text, …) run on the server, never from registry code here.
+    if (this.#d.routing.routeOf(toolId) === "server") return false;
     const now = (this.#d.now ?? Date.now)();
     const known = this.#known.get(toolId);
     if (known && known.until > now) return known.found;
