@@ -8,6 +8,7 @@ import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
 import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
 import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/deno_module_target.ts";
 import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
+import { createExecute, type ExecuteOptions } from "../execute/mod.ts";
 import { Gateway } from "./gateway.ts";
 
 /** Optional overrides for tests and embedding. */
@@ -25,6 +26,8 @@ export interface GatewayOptions {
   readonly registry?: Partial<
     Pick<DenoModuleTargetDeps, "fetch" | "registryTimeoutMs" | "timeoutMs" | "warn">
   >;
+  /** `pml:execute`: execution and per-call timeouts, warm sandbox (see `ExecuteOptions`). */
+  readonly execute?: ExecuteOptions & { readonly keepWarm?: boolean };
 }
 
 /**
@@ -57,14 +60,25 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     now: opts.now,
     ...opts.registry,
   });
-  return new Gateway({
+  const approvals = new Approvals({ ttlMs: opts.approvalTtlMs, now: opts.now });
+  const execute = createExecute({
+    gateway: () => gateway,
+    routing,
+    approvals,
+    audit,
+    workspace: config.workspace,
+    options: opts.execute,
+  });
+  if (opts.prewarm !== false) execute.pool.prewarm();
+  const gateway: Gateway = new Gateway({
     permissions,
-    approvals: new Approvals({ ttlMs: opts.approvalTtlMs, now: opts.now }),
+    approvals,
     routing,
     targets: [std, stdio.target, deno, cloud.target],
     audit,
-    metaTools: cloud.metaTools,
+    metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),
-    resources: [pool, stdio.manager],
+    resources: [pool, stdio.manager, execute.pool],
   });
+  return gateway;
 }

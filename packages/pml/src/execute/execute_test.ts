@@ -1,0 +1,122 @@
+import { assert, assertEquals, assertMatch } from "../testing/assert.ts";
+import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
+import { execSandboxPids, execute, processExists } from "./_test_helpers.ts";
+
+const PERMS = {
+  permissions: {
+    allow: ["filesystem:read_file", "filesystem:list_directory", "shell:exec"],
+    ask: [],
+    deny: ["filesystem:write_file"],
+  },
+};
+
+Deno.test("pml:execute runs client-only code locally: reads workspace files, returns calls", async () => {
+  await using ws = tempWorkspace(PERMS);
+  ws.write("a.txt", "alpha");
+  ws.write("b.txt", "beta");
+  await using g = await gatewayFor(ws);
+  const body = await execute(
+    g.client,
+    `const a = await mcp.filesystem.read_file({ path: "a.txt" });
+     const b = await mcp.filesystem.read_file({ path: "b.txt" });
+     return { joined: a + "+" + b };`,
+  );
+  assertEquals(body.isError, false);
+  assertEquals(body.status, "success");
+  assertEquals(body.result, { joined: "alpha+beta" });
+  assertEquals(body.calls?.map((c) => [c.tool, c.routing]), [
+    ["filesystem:read_file", "client"],
+    ["filesystem:read_file", "client"],
+  ]);
+  assert(body.calls!.every((c) => typeof c.ms === "number"));
+});
+
+Deno.test("pml:execute is listed and undefined results become null", async () => {
+  await using ws = tempWorkspace(PERMS);
+  await using g = await gatewayFor(ws);
+  const tools = await g.client.listTools();
+  assert(tools.tools.some((t) => t.name === "pml__execute"));
+  const body = await execute(g.client, "const x = 1;");
+  assertEquals([body.status, body.result, body.calls], ["success", null, []]);
+});
+
+Deno.test("pml:execute: empty code and syntax errors are refused before any sandbox runs", async () => {
+  await using ws = tempWorkspace(PERMS);
+  await using g = await gatewayFor(ws, { execute: { keepWarm: false } });
+  const empty = await execute(g.client, "  \n ");
+  assertEquals([empty.isError, empty.status, empty.code], [true, "error", "EMPTY_CODE"]);
+  const syntax = await execute(g.client, "return (1 + ;");
+  assertEquals([syntax.isError, syntax.code], [true, "SYNTAX_ERROR"]);
+  assertEquals(syntax.line, 1);
+  assertEquals(execSandboxPids(), []);
+});
+
+Deno.test("pml:execute: an endless loop is killed at timeout_ms and its process is gone", async () => {
+  await using ws = tempWorkspace(PERMS);
+  await using g = await gatewayFor(ws, { execute: { keepWarm: false } });
+  const pending = execute(g.client, "while (true) {}", { timeout_ms: 1500 });
+  let pid: number | undefined;
+  while (pid === undefined) {
+    pid = execSandboxPids()[0];
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const body = await pending;
+  assertEquals([body.isError, body.code], [true, "EXECUTION_TIMEOUT"]);
+  assertMatch(body.message!, /1500 ms/);
+  assert(!processExists(pid), `sandbox ${pid} still exists`);
+  assertEquals(execSandboxPids(), []);
+});
+
+Deno.test("pml:execute: a call that hangs fails with RPC_TIMEOUT, catchable by the code", async () => {
+  await using ws = tempWorkspace(PERMS);
+  await using g = await gatewayFor(ws, { execute: { rpcTimeoutMs: 300 } });
+  const body = await execute(g.client, `await mcp.shell.exec({ command: "sleep 2" });`);
+  assertEquals([body.isError, body.code], [true, "RPC_TIMEOUT"]);
+  assertMatch(body.message!, /mcp\.shell\.exec\(\) did not answer within 300 ms/);
+  const caught = await execute(
+    g.client,
+    `try { await mcp.shell.exec({ command: "sleep 2" }); } catch (e) { return e.code; }`,
+  );
+  assertEquals(caught.result, "RPC_TIMEOUT");
+});
+
+Deno.test("pml:execute: unknown tools, denied tools and thrown errors have their codes", async () => {
+  await using ws = tempWorkspace(PERMS);
+  await using g = await gatewayFor(ws);
+  const unknown = await execute(g.client, `return await mcp.nosuch.thing({});`);
+  assertEquals([unknown.isError, unknown.code], [true, "UNKNOWN_TOOL"]);
+  assertMatch(unknown.message!, /nosuch:thing/);
+  const denied = await execute(
+    g.client,
+    `await mcp.filesystem.write_file({ path: "x.txt", content: "x" });`,
+  );
+  assertEquals([denied.isError, denied.code], [true, "PERMISSION_DENIED"]);
+  assertMatch(denied.message!, /filesystem:write_file/);
+  assert(!ws.read(".pml/audit.log").includes('"x.txt"'));
+  assertMatch(ws.read(".pml/audit.log"), /permission_denied.*filesystem:write_file/);
+  const thrown = await execute(g.client, `throw new RangeError("bad " + 42);`);
+  assertEquals([thrown.isError, thrown.code, thrown.message], [
+    true,
+    "CODE_ERROR",
+    "RangeError: bad 42",
+  ]);
+  const toolError = await execute(
+    g.client,
+    `return await mcp.filesystem.read_file({ path: "no.txt" });`,
+  );
+  assertEquals(toolError.code, "CODE_ERROR");
+  assertMatch(toolError.message!, /no\.txt/);
+});
+
+Deno.test("pml:execute: each execution gets a fresh sandbox, never reused; one stays warm", async () => {
+  await using ws = tempWorkspace(PERMS);
+  await using g = await gatewayFor(ws);
+  const first = await execute(g.client, "return Deno.pid;");
+  const second = await execute(g.client, "return Deno.pid;");
+  assert(typeof first.result === "number" && typeof second.result === "number");
+  assert(first.result !== second.result, "a sandbox was reused");
+  assert(!processExists(first.result as number) && !processExists(second.result as number));
+  assertEquals(execSandboxPids().length, 1);
+  await g.gateway.close();
+  assertEquals(execSandboxPids(), []);
+});

@@ -1,0 +1,123 @@
+import type { AuditLog } from "../audit/audit.ts";
+import type { CallChannel, MetaTool } from "../gateway/gateway.ts";
+import type { ApprovalRequest, Approvals } from "../permission/approvals.ts";
+import type { Routing } from "../routing/routing.ts";
+import type { CallToolResult } from "../sdk/types.ts";
+import { Journal } from "./journal.ts";
+import { planExecution } from "./plan.ts";
+import { failureResult, successResult } from "./result.ts";
+import { type Attempt, runAttempt, type RunDeps } from "./run_execution.ts";
+
+/** Default whole-execution timeout (DESIGN §9); `timeout_ms` can only lower it. */
+export const DEFAULT_EXECUTION_TIMEOUT_MS = 30_000;
+/** Default per-call timeout of `mcp.*` calls. */
+export const DEFAULT_RPC_TIMEOUT_MS = 20_000;
+
+/** Tunables of `pml:execute`. */
+export interface ExecuteOptions {
+  /** Whole execution; `timeout_ms` lowers it (default 30 s). */
+  readonly timeoutMs?: number;
+  /** Per `mcp.*` call (default 20 s). */
+  readonly rpcTimeoutMs?: number;
+}
+
+/** What `pml:execute` needs: the gateway pipeline (bound late), routing, approvals, a sandbox. */
+export interface ExecuteToolDeps extends Omit<RunDeps, "rpcTimeoutMs"> {
+  readonly approvals: Approvals;
+  readonly audit?: AuditLog;
+  readonly options?: ExecuteOptions;
+}
+
+const DESCRIPTION =
+  "Run TypeScript code that calls tools as `await mcp.namespace.action(args)` and `return`s a " +
+  "result. The code runs in a sandbox with no file, network, env or subprocess access of its own; " +
+  "each mcp.* call passes the same permissions and routing as a direct tool call. Returns " +
+  '{"status":"success","result","calls"} or {"status":"error","code","message"}.';
+
+/**
+ * The `pml:execute` meta tool (DESIGN §9): analyse the code ({@link planExecution}), then run it in
+ * a fresh permission-less sandbox whose `mcp.*` calls re-enter the gateway pipeline. An approval
+ * that cannot be asked in-line pauses the execution: the result is `approval_required`, and
+ * `pml:continue` re-runs the code with the journal of the calls already done (not repeated).
+ *
+ * @example
+ * ```ts
+ * const execute = createExecuteTool({ runTool: (id, a, ch) => gateway.runTool(id, a, ch), ... });
+ * new Gateway({ ...deps, metaTools: [execute] });
+ * ```
+ */
+export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
+  const maxTimeoutMs = deps.options?.timeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS;
+  const runDeps: RunDeps = {
+    ...deps,
+    rpcTimeoutMs: deps.options?.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
+  };
+
+  const execute = async (attempt: Attempt, channel: CallChannel): Promise<CallToolResult> => {
+    const outcome = await runAttempt(runDeps, attempt, channel);
+    if (outcome.kind === "success") return successResult(outcome.result, outcome.calls);
+    if (outcome.kind === "error") return failureResult(outcome.code, outcome.message);
+    const { index, request } = outcome;
+    const paused: ApprovalRequest = {
+      type: request.type,
+      description: `pml:execute paused at mcp call #${index + 1}: ${request.description}`,
+      context: {
+        ...request.context,
+        execution: {
+          call_index: index,
+          completed_calls: attempt.journal.entries.length,
+          note: "on yes/always the code runs again from the start; completed calls are replayed",
+        },
+      },
+    };
+    return await deps.approvals.ask(paused, async (decision) => {
+      if (decision === "no") {
+        const tool = request.context.tool ?? request.type;
+        await deps.audit?.write("permission_denied", { tool, by: "user", via: "pml:execute" });
+        return failureResult(
+          "PERMISSION_DENIED",
+          `pml:execute stopped: the user refused ${request.description.replace(/\?$/, "")}`,
+        );
+      }
+      return await execute(
+        {
+          ...attempt,
+          journal: new Journal(attempt.journal.entries),
+          approved: { index, request, decision },
+        },
+        {},
+      );
+    });
+  };
+
+  return {
+    id: "pml:execute",
+    description: DESCRIPTION,
+    inputSchema: {
+      type: "object",
+      properties: {
+        code: { type: "string", description: "TypeScript function body; use mcp.ns.action(args)" },
+        intent: { type: "string", description: "What the code is meant to do (for the record)" },
+        timeout_ms: { type: "number", description: `At most ${maxTimeoutMs} ms` },
+      },
+      required: ["code"],
+    },
+    run: async (args, channel) => {
+      const code = typeof args.code === "string" ? args.code : "";
+      const t = args.timeout_ms;
+      if (t !== undefined && (typeof t !== "number" || !(t > 0))) {
+        return failureResult(
+          "CODE_ERROR",
+          `timeout_ms must be a positive number, got ${JSON.stringify(t)}`,
+        );
+      }
+      const plan = planExecution(code, { routeOf: deps.routeOf as (id: string) => Routing });
+      if (plan.mode === "error") {
+        const { code: errCode, message, line, column } = plan.error;
+        return failureResult(errCode, message, line ? { line, column } : {});
+      }
+      const timeoutMs = Math.min(maxTimeoutMs, (t as number | undefined) ?? maxTimeoutMs);
+      return await execute({ code, timeoutMs, journal: new Journal() }, channel);
+    },
+  };
+}

@@ -1,0 +1,255 @@
+import { errorMessage, isPmlError, PmlError } from "../errors.ts";
+import type { CallChannel } from "../gateway/gateway.ts";
+import { isToolId } from "../gateway/names.ts";
+import type { ApprovalDecision, ApprovalRequest, Elicit } from "../permission/approvals.ts";
+import type { Routing } from "../routing/routing.ts";
+import { SandboxError, type SandboxProcess } from "../sandbox/sandbox_process.ts";
+import type { CallToolResult } from "../sdk/types.ts";
+import { Deadline } from "./deadline.ts";
+import { canonicalJson, type Journal } from "./journal.ts";
+import { CALL_ERROR_CODES, type CallReport, type ExecuteErrorCode } from "./result.ts";
+
+/** What one run of the code needs from the gateway. */
+export interface RunDeps {
+  /** A fresh sandbox (killed by the run when it ends). */
+  readonly takeSandbox: () => SandboxProcess;
+  /** The gateway pipeline for one tool: permission → routing → target. */
+  readonly runTool: (
+    toolId: string,
+    args: unknown,
+    channel: CallChannel,
+  ) => Promise<CallToolResult>;
+  readonly routeOf: (toolId: string) => Routing;
+  /** Per `mcp.*` call. */
+  readonly rpcTimeoutMs: number;
+  /** Workspace path passed to the runner (the sandbox cannot read it). */
+  readonly workspace: string;
+}
+
+/** A decision already given for the call at `index` (the one the previous run paused on). */
+export interface PreApproval {
+  readonly index: number;
+  readonly request: ApprovalRequest;
+  readonly decision: ApprovalDecision;
+}
+
+/** One run of the code from the start. */
+export interface Attempt {
+  readonly code: string;
+  readonly timeoutMs: number;
+  readonly journal: Journal;
+  readonly approved?: PreApproval;
+}
+
+/** How a run ended. */
+export type Outcome =
+  | { readonly kind: "success"; readonly result: unknown; readonly calls: CallReport[] }
+  | { readonly kind: "error"; readonly code: ExecuteErrorCode; readonly message: string }
+  | { readonly kind: "paused"; readonly index: number; readonly request: ApprovalRequest };
+
+/** Meta tools that code must not reach: answering approvals, nesting executions. */
+const FORBIDDEN_FROM_CODE = new Set(["pml:continue", "pml:execute"]);
+/** Deno's refusals of an operation the sandbox has no permission for. */
+const REFUSED = /^(NotCapable|PermissionDenied)$|Requires \w+ access to/;
+
+/** Thrown by the elicitation stand-in when an approval must pause the run. */
+class ApprovalPause extends Error {
+  constructor(readonly request: ApprovalRequest) {
+    super("pml:execute paused for an approval");
+  }
+}
+
+function callError(code: string, message: string): PmlError {
+  return new PmlError(code, message);
+}
+
+/** The value a nested call hands to the code, as `Gateway`'s own nested calls unwrap it. */
+function unwrap(result: CallToolResult): unknown {
+  const sc = result.structuredContent as Record<string, unknown> | undefined;
+  if (sc) return "result" in sc && Object.keys(sc).length === 1 ? sc.result : sc;
+  return result.content?.map((c) => (c.type === "text" ? c.text : "")).join("") ?? "";
+}
+
+function failureOf(toolId: string, result: CallToolResult): PmlError {
+  const text = result.content?.map((c) => (c.type === "text" ? c.text : "")).join("") ||
+    `"${toolId}" failed`;
+  const sc = result.structuredContent as { code?: unknown } | undefined;
+  if (
+    sc?.code === "CLOUD_UNREACHABLE" || /PML cloud .*(is unreachable|did not answer)/.test(text)
+  ) {
+    return callError("CLOUD_UNREACHABLE", text);
+  }
+  if (text.startsWith("Permission denied")) return callError("PERMISSION_DENIED", text);
+  return callError("TOOL_ERROR", text);
+}
+
+/**
+ * Runs `attempt.code` once in a fresh sandbox. Each `mcp.*` call is replayed from the journal or
+ * sent through `deps.runTool`; an approval that cannot be asked in-line (no elicitation) stops the
+ * run with `paused` once the calls in flight have settled (so their outcomes are journaled).
+ */
+export async function runAttempt(
+  deps: RunDeps,
+  attempt: Attempt,
+  channel: CallChannel,
+): Promise<Outcome> {
+  const { journal } = attempt;
+  const calls: CallReport[] = [];
+  const inFlight = new Set<Promise<unknown>>();
+  let approved = attempt.approved;
+  let nextIndex = 0;
+  let stop: Outcome | undefined;
+  const proc = deps.takeSandbox();
+  const end = (outcome: Outcome) => {
+    stop ??= outcome;
+    proc.kill();
+  };
+  const deadline = new Deadline(attempt.timeoutMs, () =>
+    end({
+      kind: "error",
+      code: "EXECUTION_TIMEOUT",
+      message:
+        `pml:execute code did not finish within ${attempt.timeoutMs} ms; its sandbox was killed`,
+    }));
+  const onAbort = () =>
+    end({ kind: "error", code: "CODE_ERROR", message: "pml:execute was cancelled by the client" });
+  channel.signal?.addEventListener("abort", onAbort);
+
+  const live = async (index: number, tool: string, args: unknown): Promise<unknown> => {
+    if (!isToolId(tool)) throw callError("UNKNOWN_TOOL", `Unknown tool "${tool}"`);
+    if (FORBIDDEN_FROM_CODE.has(tool)) {
+      throw callError("PERMISSION_DENIED", `"${tool}" cannot be called from pml:execute code`);
+    }
+    let paused: ApprovalPause | undefined;
+    let rpcTimer: Deadline | undefined;
+    const elicit: Elicit = async (request) => {
+      if (
+        approved?.index === index && approved.request.type === request.type &&
+        canonicalJson(approved.request) === canonicalJson(request)
+      ) {
+        const decision = approved.decision;
+        approved = undefined;
+        return decision;
+      }
+      if (!channel.elicit) throw (paused = new ApprovalPause(request));
+      deadline.pause();
+      rpcTimer?.pause();
+      try {
+        return await channel.elicit(request);
+      } finally {
+        deadline.resume();
+        rpcTimer?.resume();
+      }
+    };
+    const run = deps.runTool(tool, args, { ...channel, elicit });
+    run.catch(() => {}); // may settle after the race was lost to the timer
+    const timeout = new Promise<never>((_, reject) => {
+      rpcTimer = new Deadline(deps.rpcTimeoutMs, () =>
+        reject(callError(
+          "RPC_TIMEOUT",
+          `mcp.${tool.replace(":", ".")}() did not answer within ${deps.rpcTimeoutMs} ms`,
+        )));
+    });
+    try {
+      const result = await Promise.race([run, timeout]);
+      if (paused) throw paused;
+      if (result.isError) throw failureOf(tool, result);
+      return unwrap(result);
+    } catch (err) {
+      if (paused || err instanceof ApprovalPause) throw paused ?? err;
+      if (isPmlError(err)) throw err;
+      throw callError("TOOL_ERROR", `"${tool}" failed: ${errorMessage(err)}`);
+    } finally {
+      rpcTimer?.clear();
+    }
+  };
+
+  const onMcp = async (tool: string, args: unknown): Promise<unknown> => {
+    const index = nextIndex++;
+    if (stop) return await new Promise(() => {}); // the run is ending: never answered
+    const routing = deps.routeOf(tool);
+    const replayed = journal.replay(index, tool, args);
+    if (replayed) {
+      calls.push({ tool, routing, ms: replayed.ms, replayed: true });
+      if (replayed.outcome.ok) return replayed.outcome.value;
+      throw callError(replayed.outcome.error.code ?? "TOOL_ERROR", replayed.outcome.error.message);
+    }
+    const started = performance.now();
+    const call = live(index, tool, args);
+    inFlight.add(call);
+    try {
+      const value = await call;
+      const ms = Math.round(performance.now() - started);
+      journal.record({
+        index,
+        tool,
+        args: canonicalJson(args),
+        outcome: { ok: true, value },
+        routing,
+        ms,
+      });
+      calls.push({ tool, routing, ms });
+      return value;
+    } catch (err) {
+      if (err instanceof ApprovalPause) {
+        inFlight.delete(call);
+        // Let the other calls in flight finish (and be journaled) before the sandbox goes.
+        const others = Promise.allSettled([...inFlight]);
+        stop ??= { kind: "paused", index, request: err.request };
+        others.then(() => proc.kill());
+        return await new Promise(() => {});
+      }
+      const ms = Math.round(performance.now() - started);
+      const code = isPmlError(err) ? err.code : "TOOL_ERROR";
+      const error = { name: "Error", message: errorMessage(err), code };
+      journal.record({
+        index,
+        tool,
+        args: canonicalJson(args),
+        outcome: { ok: false, error },
+        routing,
+        ms,
+      });
+      calls.push({ tool, routing, ms });
+      throw err;
+    } finally {
+      inFlight.delete(call);
+    }
+  };
+
+  try {
+    const result = await proc.call(
+      { ns: "exec", action: "run", args: { code: attempt.code }, workspace: deps.workspace },
+      { onMcp },
+    );
+    return stop ?? { kind: "success", result, calls };
+  } catch (err) {
+    if (stop) return stop;
+    return codeFailure(err);
+  } finally {
+    deadline.clear();
+    channel.signal?.removeEventListener("abort", onAbort);
+    await proc.close();
+  }
+}
+
+/** Maps what the code threw (or how its sandbox died) to an execution failure. */
+function codeFailure(err: unknown): Outcome {
+  if (err instanceof SandboxError) {
+    const code = err.wire.code;
+    if (code && CALL_ERROR_CODES.has(code)) {
+      return { kind: "error", code: code as ExecuteErrorCode, message: err.message };
+    }
+    if (REFUSED.test(err.name) || REFUSED.test(err.message)) {
+      return {
+        kind: "error",
+        code: "PERMISSION_DENIED",
+        message:
+          `The pml:execute sandbox refused an operation (code has no file, network, env or ` +
+          `subprocess access of its own; use mcp.* tools): ${err.message}`,
+      };
+    }
+    return { kind: "error", code: "CODE_ERROR", message: `${err.name}: ${err.message}` };
+  }
+  return { kind: "error", code: "CODE_ERROR", message: `pml:execute failed: ${errorMessage(err)}` };
+}

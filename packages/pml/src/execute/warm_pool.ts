@@ -1,0 +1,76 @@
+import { join } from "node:path";
+import { SandboxProcess, type SandboxSpec } from "../sandbox/sandbox_process.ts";
+
+const EXEC_ENTRY = join(import.meta.dirname!, "..", "sandbox", "exec_entry.ts");
+
+/**
+ * The `pml:execute` sandbox as data: no read, write, net or run grant, an empty environment, and
+ * `/` as working directory (the code learns nothing of the workspace from `Deno.cwd()`).
+ */
+export function execSandboxSpec(): SandboxSpec {
+  return { entry: EXEC_ENTRY, read: [], write: [], net: [], run: false, env: {}, cwd: "/" };
+}
+
+/**
+ * Sandboxes for `pml:execute`, one per execution: a process that ran user code is killed after it
+ * (the code could have left state behind), never reused. One fresh process is kept warm so that an
+ * execution does not wait for Deno to start; taking it starts the next one.
+ */
+export class ExecSandboxPool {
+  readonly spec: SandboxSpec;
+  readonly #opts: ConstructorParameters<typeof SandboxProcess>[1];
+  readonly #live = new Set<SandboxProcess>();
+  #warm?: SandboxProcess;
+  #keepWarm: boolean;
+  #closed = false;
+
+  constructor(
+    spec: SandboxSpec,
+    opts: { keepWarm?: boolean } & ConstructorParameters<typeof SandboxProcess>[1] = {},
+  ) {
+    this.spec = spec;
+    const { keepWarm, ...procOpts } = opts;
+    this.#keepWarm = keepWarm ?? true;
+    this.#opts = procOpts;
+  }
+
+  /** Starts the warm process now (otherwise it starts with the first execution). */
+  prewarm(): void {
+    if (!this.#closed && this.#keepWarm && !this.#warm?.alive) this.#warm = this.#spawn();
+  }
+
+  /** A fresh process for one execution (the caller kills it after); the next one starts warm. */
+  take(): SandboxProcess {
+    if (this.#closed) throw new Error("pml:execute sandbox pool is closed");
+    const warm = this.#warm;
+    this.#warm = undefined;
+    const proc = warm?.alive ? warm : this.#spawn();
+    this.prewarm();
+    return proc;
+  }
+
+  /** A process started now, bypassing the warm one (for benchmarks of the cold path). */
+  takeCold(): SandboxProcess {
+    if (this.#closed) throw new Error("pml:execute sandbox pool is closed");
+    return this.#spawn();
+  }
+
+  /** Live processes, warm one included (for tests and status). */
+  get processes(): SandboxProcess[] {
+    return [...this.#live].filter((p) => p.alive);
+  }
+
+  /** Kills every process (warm and running) and waits until all are reaped. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#warm = undefined;
+    await Promise.all([...this.#live].map((p) => p.close()));
+  }
+
+  #spawn(): SandboxProcess {
+    const proc = new SandboxProcess(this.spec, this.#opts);
+    this.#live.add(proc);
+    proc.exited.then(() => this.#live.delete(proc));
+    return proc;
+  }
+}
