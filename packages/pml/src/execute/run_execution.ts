@@ -229,7 +229,10 @@ export async function runAttempt(
   } finally {
     deadline.clear();
     channel.signal?.removeEventListener("abort", onAbort);
-    await proc.close();
+    // Killed in every case; a run that was stopped (timeout, pause) also waits for the reap, so
+    // that its result is only returned once the process is gone.
+    if (stop) await proc.close();
+    else proc.kill();
   }
 }
 
