@@ -69,7 +69,8 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     workspace: config.workspace,
     options: opts.execute,
   });
-  if (opts.prewarm !== false) execute.pool.prewarm();
+  // The execute sandbox pool warms up on first use: a gateway that never runs pml:execute does not
+  // pay ~40 MB and a process start for it.
   const gateway: Gateway = new Gateway({
     permissions,
     approvals,
