@@ -1,3 +1,5 @@
+import { liveProcesses } from "../packages/pml/src/procfs.ts";
+
 /** Small statistics helpers shared by the benchmarks. */
 
 export function percentile(samples: number[], p: number): number {
@@ -24,14 +26,7 @@ export function row(label: string, samples: number[], baseline?: number[]): stri
 /** Resident memory (kB) of a process and all its descendants (Linux /proc). */
 export function treeRssKb(pid: number): number {
   const children = new Map<number, number[]>();
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(e.name)]);
-    } catch { /* gone */ }
-  }
+  for (const p of liveProcesses()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
   let total = 0;
   const stack = [pid];
   while (stack.length) {

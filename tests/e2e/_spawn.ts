@@ -44,26 +44,4 @@ export async function connectStdio(
   return Object.assign(client, { [Symbol.asyncDispose]: () => client.close() });
 }
 
-/** Pids whose parent is `pid` (Linux /proc). */
-export function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid) out.push(Number(e.name));
-    } catch { /* exited meanwhile */ }
-  }
-  return out;
-}
-
-/** True while a process with this pid exists (and is not a zombie). */
-export function processAlive(pid: number): boolean {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
+export { childPids, processAlive } from "../../packages/pml/src/procfs.ts";

@@ -13,22 +13,14 @@ import {
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { pidsWith, waitFor } from "../../packages/pml/src/targets/stdio/_testing.ts";
+import { liveProcesses } from "../../packages/pml/src/procfs.ts";
 import { PML_BIN, processAlive } from "./_spawn.ts";
 
 const VERSION = "2026.8.31";
 
-/** Live members of process group `pgid` (Linux /proc). */
+/** Live members of process group `pgid`. */
 function groupMembers(pgid: number): number[] {
-  const out: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (fields[0] !== "Z" && Number(fields[2]) === pgid) out.push(Number(e.name));
-    } catch { /* exited meanwhile */ }
-  }
-  return out;
+  return liveProcesses().filter((p) => p.pgid === pgid).map((p) => p.pid);
 }
 
 const text = (r: unknown) =>

@@ -1,5 +1,6 @@
 /** Helpers shared by the `pml:execute` tests. */
 import type { Client } from "../sdk/client.ts";
+import { childPids } from "../procfs.ts";
 import { textOf } from "../testing/workspace.ts";
 
 /** The parsed body of a `pml:execute` (or `pml:continue`) result, with `isError`. */
@@ -40,17 +41,13 @@ export function execute(
 
 /** Pids of live `pml:execute` sandboxes started by this process (from /proc). */
 export function execSandboxPids(): number[] {
-  const pids: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
+  return childPids(Deno.pid, { zombies: true }).filter((pid) => {
     try {
-      const cmd = Deno.readTextFileSync(`/proc/${e.name}/cmdline`);
-      const status = Deno.readTextFileSync(`/proc/${e.name}/status`);
-      const ppid = Number(/PPid:\s+(\d+)/.exec(status)?.[1]);
-      if (ppid === Deno.pid && cmd.includes("exec_entry.ts")) pids.push(Number(e.name));
-    } catch { /* gone meanwhile */ }
-  }
-  return pids;
+      return Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes("exec_entry.ts");
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
 }
 
 /** True while `/proc/<pid>` exists (a zombie counts as existing). */

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { writeFileAtomic } from "../../config/write_json.ts";
+import { liveProcesses, procStat } from "../../procfs.ts";
 
 /** A process as recorded: its pid (= process group id) and its start time, against pid reuse. */
 interface Recorded {
@@ -13,20 +14,10 @@ interface OwnerFile {
   children: Recorded[];
 }
 
-/** Fields of `/proc/<pid>/stat` after the command name (state first), `undefined` when gone. */
-function statFields(pid: number | string): string[] | undefined {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[0] === "Z" ? undefined : fields; // a zombie is dead
-  } catch {
-    return undefined;
-  }
-}
-
 /** Start time of a process (Linux `/proc/<pid>/stat` field 22), `undefined` when it is gone. */
 export function processStart(pid: number): string | undefined {
-  return statFields(pid)?.[19];
+  const s = procStat(pid);
+  return s && s.state !== "Z" ? s.start : undefined;
 }
 
 /**
@@ -36,18 +27,9 @@ export function processStart(pid: number): string | undefined {
  */
 function groupAlive(p: Recorded): boolean {
   if (alive(p)) return true;
-  let entries: Deno.DirEntry[];
-  try {
-    entries = [...Deno.readDirSync("/proc")];
-  } catch {
-    return false;
-  }
-  return entries.some((e) => {
-    if (!/^\d+$/.test(e.name)) return false;
-    const f = statFields(e.name);
-    return f !== undefined && Number(f[2]) === p.pid &&
-      (p.start === undefined || Number(f[19]) >= Number(p.start));
-  });
+  return liveProcesses().some((s) =>
+    s.pgid === p.pid && (p.start === undefined || Number(s.start) >= Number(p.start))
+  );
 }
 
 function alive(p: Recorded): boolean {

@@ -1,0 +1,58 @@
+/**
+ * Process facts read from Linux `/proc`: used by the dependency supervisor to reap orphans, and by
+ * tests and benches that count processes.
+ *
+ * @module
+ */
+
+/** The fields of `/proc/<pid>/stat` that PML uses. */
+export interface ProcStat {
+  readonly pid: number;
+  /** `R`, `S`, …; `Z` for a zombie (dead, not yet reaped). */
+  readonly state: string;
+  readonly ppid: number;
+  readonly pgid: number;
+  /** Start time in clock ticks since boot (field 22): tells a reused pid from the original. */
+  readonly start: string;
+}
+
+/** The stat of `pid`, zombies included; `undefined` when there is no such process. */
+export function procStat(pid: number | string): ProcStat | undefined {
+  let stat: string;
+  try {
+    stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: split after its last ")".
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { pid: Number(pid), state: f[0], ppid: Number(f[1]), pgid: Number(f[2]), start: f[19] };
+}
+
+/** True while `pid` runs (a zombie counts as dead). */
+export function processAlive(pid: number): boolean {
+  const s = procStat(pid);
+  return s !== undefined && s.state !== "Z";
+}
+
+/** Every process that is running now (zombies left out unless asked for). */
+export function liveProcesses(opts: { zombies?: boolean } = {}): ProcStat[] {
+  const out: ProcStat[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync("/proc")];
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e.name)) continue;
+    const s = procStat(e.name);
+    if (s && (opts.zombies || s.state !== "Z")) out.push(s);
+  }
+  return out;
+}
+
+/** Pids of the running children of `pid` (with `zombies`, also the dead ones not yet reaped). */
+export function childPids(pid: number, opts: { zombies?: boolean } = {}): number[] {
+  return liveProcesses(opts).filter((p) => p.ppid === pid).map((p) => p.pid);
+}
