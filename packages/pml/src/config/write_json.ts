@@ -1,12 +1,13 @@
 import { dirname, join } from "node:path";
 
-/** Writes `text` to `path` atomically: a temp file in the same directory, then rename. */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
+/** Writes `data` to `path` atomically: a temp file in the same directory, then rename. */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const dir = dirname(path);
   await Deno.mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${crypto.randomUUID()}.tmp`);
   try {
-    await Deno.writeTextFile(tmp, text);
+    if (typeof data === "string") await Deno.writeTextFile(tmp, data);
+    else await Deno.writeFile(tmp, data);
     await Deno.rename(tmp, path);
   } catch (err) {
     await Deno.remove(tmp).catch(() => {});

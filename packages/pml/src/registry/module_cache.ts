@@ -7,6 +7,7 @@
  * @module
  */
 import { join } from "node:path";
+import { writeFileAtomic } from "../config/write_json.ts";
 import { PmlError } from "../errors.ts";
 import { type Digest, digest } from "./integrity.ts";
 
@@ -28,15 +29,7 @@ export class ModuleCache {
   async put(bytes: Uint8Array): Promise<Digest> {
     const d = await digest(bytes);
     const path = this.pathOf(d.hex);
-    await Deno.mkdir(this.dir, { recursive: true });
-    const tmp = `${path}.${crypto.randomUUID()}.tmp`;
-    try {
-      await Deno.writeFile(tmp, bytes);
-      await Deno.rename(tmp, path);
-    } catch (err) {
-      await Deno.remove(tmp).catch(() => {});
-      throw err;
-    }
+    await writeFileAtomic(path, bytes);
     return d;
   }
 

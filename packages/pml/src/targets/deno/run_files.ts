@@ -10,6 +10,7 @@
  */
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { writeFileAtomic } from "../../config/write_json.ts";
 import type { LoadedModule } from "../../registry/loader.ts";
 
 const RUNNER_URL =
@@ -68,9 +69,7 @@ export async function syncRunFiles(dir: string, files: Map<string, string>): Pro
     }
     if (current === text) continue;
     if (current !== undefined) changed.push(name);
-    const tmp = `${path}.${crypto.randomUUID()}.tmp`;
-    await Deno.writeTextFile(tmp, text);
-    await Deno.rename(tmp, path);
+    await writeFileAtomic(path, text);
   }
   return changed;
 }
