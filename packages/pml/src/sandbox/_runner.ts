@@ -3,8 +3,9 @@
  * writes `result` messages on stdout. Nested `mcp.ns.action()` calls cross back to the host as `mcp`
  * messages. Exits when stdin closes, so a sandbox never outlives its gateway.
  *
- * This file imports nothing: everything the sandbox can do is in its Deno flags.
+ * It imports only a line splitter: everything the sandbox can do is in its Deno flags.
  */
+import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -81,21 +82,13 @@ function handle(modules: ModuleTable, msg: HostMessage): void {
 /** Serves `modules` over stdin/stdout until stdin closes. */
 export async function serveModules(modules: ModuleTable): Promise<void> {
   send({ t: "ready" });
-  const decoder = new TextDecoder();
-  let buffered = "";
-  for await (const chunk of Deno.stdin.readable) {
-    buffered += decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = buffered.indexOf("\n")) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (line.trim() === "") continue;
-      try {
-        handle(modules, JSON.parse(line) as HostMessage);
-      } catch (err) {
-        console.error(`sandbox: bad message from host: ${(err as Error).message}`);
-      }
+  await forEachLine(Deno.stdin.readable, (line) => {
+    if (line.trim() === "") return;
+    try {
+      handle(modules, JSON.parse(line) as HostMessage);
+    } catch (err) {
+      console.error(`sandbox: bad message from host: ${(err as Error).message}`);
     }
-  }
+  });
   Deno.exit(0);
 }

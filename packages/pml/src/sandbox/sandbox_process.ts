@@ -1,4 +1,5 @@
 import { PmlError } from "../errors.ts";
+import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
 
 /** What a sandbox may do, as data: the Deno flags are derived from it and nothing else. */
@@ -182,40 +183,23 @@ export class SandboxProcess {
     this.#writer.write(encoder.encode(JSON.stringify(message) + "\n")).catch(() => {});
   }
 
-  async #readStdout(markReady: () => void): Promise<void> {
-    const decoder = new TextDecoder();
-    let buffered = "";
-    try {
-      for await (const chunk of this.#child.stdout) {
-        buffered += decoder.decode(chunk, { stream: true });
-        let nl: number;
-        while ((nl = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
-          let msg: SandboxMessage;
-          try {
-            msg = JSON.parse(line);
-          } catch {
-            continue;
-          }
-          if (msg.t === "ready") markReady();
-          else this.#onMessage(msg);
-        }
+  #readStdout(markReady: () => void): Promise<void> {
+    return forEachLine(this.#child.stdout, (line) => {
+      let msg: SandboxMessage;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        return;
       }
-    } catch { /* process gone */ }
+      if (msg.t === "ready") markReady();
+      else this.#onMessage(msg);
+    });
   }
 
-  async #readStderr(onLine: (line: string) => void): Promise<void> {
-    const decoder = new TextDecoder();
-    let buffered = "";
-    try {
-      for await (const chunk of this.#child.stderr) {
-        buffered += decoder.decode(chunk, { stream: true });
-        const lines = buffered.split("\n");
-        buffered = lines.pop() ?? "";
-        for (const line of lines) if (line.trim()) onLine(line);
-      }
-    } catch { /* process gone */ }
+  #readStderr(onLine: (line: string) => void): Promise<void> {
+    return forEachLine(this.#child.stderr, (line) => {
+      if (line.trim()) onLine(line);
+    });
   }
 
   #onMessage(msg: Exclude<SandboxMessage, { t: "ready" }>): void {
