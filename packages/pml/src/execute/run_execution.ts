@@ -5,6 +5,7 @@ import type { ApprovalDecision, ApprovalRequest, Elicit } from "../permission/ap
 import type { Routing } from "../routing/routing.ts";
 import { SandboxError, type SandboxProcess } from "../sandbox/sandbox_process.ts";
 import type { CallToolResult } from "../sdk/types.ts";
+import { fromCallToolResult, resultText } from "../targets/target.ts";
 import { Deadline } from "./deadline.ts";
 import { canonicalJson, type Journal } from "./journal.ts";
 import { CALL_ERROR_CODES, type CallReport, type ExecuteErrorCode } from "./result.ts";
@@ -63,16 +64,8 @@ function callError(code: string, message: string): PmlError {
   return new PmlError(code, message);
 }
 
-/** The value a nested call hands to the code, as `Gateway`'s own nested calls unwrap it. */
-function unwrap(result: CallToolResult): unknown {
-  const sc = result.structuredContent as Record<string, unknown> | undefined;
-  if (sc) return "result" in sc && Object.keys(sc).length === 1 ? sc.result : sc;
-  return result.content?.map((c) => (c.type === "text" ? c.text : "")).join("") ?? "";
-}
-
 function failureOf(toolId: string, result: CallToolResult): PmlError {
-  const text = result.content?.map((c) => (c.type === "text" ? c.text : "")).join("") ||
-    `"${toolId}" failed`;
+  const text = resultText(result) || `"${toolId}" failed`;
   const sc = result.structuredContent as { code?: unknown } | undefined;
   if (
     sc?.code === "CLOUD_UNREACHABLE" || /PML cloud .*(is unreachable|did not answer)/.test(text)
@@ -154,7 +147,7 @@ export async function runAttempt(
       const result = await Promise.race([run, timeout]);
       if (paused) throw paused;
       if (result.isError) throw failureOf(tool, result);
-      return unwrap(result);
+      return fromCallToolResult(result);
     } catch (err) {
       if (paused || err instanceof ApprovalPause) throw paused ?? err;
       if (isPmlError(err)) throw err;

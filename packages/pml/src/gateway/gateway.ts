@@ -5,7 +5,14 @@ import type { ApprovalDecision, Approvals, Elicit } from "../permission/approval
 import { namedNamespaces } from "../permission/patterns.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingResolver } from "../routing/routing.ts";
-import { errorResult, type Target, type ToolCall, type ToolInfo } from "../targets/target.ts";
+import {
+  errorResult,
+  fromCallToolResult,
+  resultText,
+  type Target,
+  type ToolCall,
+  type ToolInfo,
+} from "../targets/target.ts";
 import { exposedName, isToolId } from "./names.ts";
 
 /** How the current request can reach the human and the client. */
@@ -195,17 +202,16 @@ export class Gateway {
   async #nested(toolId: string, args: unknown, channel: CallChannel): Promise<unknown> {
     if (!isToolId(toolId)) throw new ToolCallError("UNKNOWN_TOOL", `Unknown tool "${toolId}"`);
     const result = await this.runTool(toolId, args, channel);
-    const sc = result.structuredContent as Record<string, unknown> | undefined;
-    const text = result.content?.map((c) => (c.type === "text" ? c.text : "")).join("") ?? "";
-    if (result.isError) throw new ToolCallError("TOOL_ERROR", text || `"${toolId}" failed`);
-    if (sc?.status === "approval_required") {
+    if (result.isError) {
+      throw new ToolCallError("TOOL_ERROR", resultText(result) || `"${toolId}" failed`);
+    }
+    if (result.structuredContent?.status === "approval_required") {
       throw new ToolCallError(
         "APPROVAL_REQUIRED",
         `"${toolId}" needs approval, which cannot be asked from inside this call; allow it in .pml.json`,
       );
     }
-    if (sc) return "result" in sc && Object.keys(sc).length === 1 ? sc.result : sc;
-    return text;
+    return fromCallToolResult(result);
   }
 
   async #continue(args: Record<string, unknown>): Promise<CallToolResult> {

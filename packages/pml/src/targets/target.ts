@@ -69,6 +69,21 @@ export function toCallToolResult(value: unknown): CallToolResult {
   };
 }
 
+/** The text content of a result, joined. */
+export function resultText(result: CallToolResult): string {
+  return result.content?.map((c) => (c.type === "text" ? c.text : "")).join("") ?? "";
+}
+
+/**
+ * The value a result carries, the inverse of {@link toCallToolResult}: `structuredContent` (a lone
+ * `result` key unwrapped), else the text. This is what a nested `mcp.ns.action()` call returns.
+ */
+export function fromCallToolResult(result: CallToolResult): unknown {
+  const sc = result.structuredContent as Record<string, unknown> | undefined;
+  if (sc) return "result" in sc && Object.keys(sc).length === 1 ? sc.result : sc;
+  return resultText(result);
+}
+
 /** A tool failure as a result the agent can read (`isError: true`). */
 export function errorResult(message: string, structured?: Record<string, unknown>): CallToolResult {
   return {
