@@ -154,12 +154,8 @@ export async function startCloud(upstreamUrl: string) {
   const routing = await loadRoutingTable(join(dir, "routing.json"));
   await seedRegistry(store, { registryDir: dir, routing });
   const { key } = await createApiKey(store, { label: "e2e" });
-  const app = createApp({
-    store,
-    routing,
-    mcp: createMcpHandler({ store, log: () => {} }),
-    logError: () => {},
-  });
+  const mcp = createMcpHandler({ store, routing, log: () => {} });
+  const app = createApp({ store, routing, mcp, logError: () => {} });
   const seen: Seen[] = [];
   const port = freePort();
   let server: Deno.HttpServer | undefined;
@@ -183,6 +179,7 @@ export async function startCloud(upstreamUrl: string) {
     },
     async [Symbol.asyncDispose]() {
       await server?.shutdown();
+      await mcp.close();
       await store.close();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },

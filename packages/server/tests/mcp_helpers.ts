@@ -2,6 +2,8 @@
 import { Client } from "../src/mcp/sdk/client.ts";
 import { StreamableHTTPClientTransport } from "../src/mcp/sdk/http_client.ts";
 import { createMcpHandler, type McpHandlerDeps } from "../src/mcp/mcp_handler.ts";
+import { join } from "node:path";
+import { loadRoutingTable } from "../src/registry/routing_table.ts";
 import { SqliteStore } from "../src/store/sqlite_store.ts";
 import type { Store } from "../src/store/store.ts";
 import { BASE, REPO_REGISTRY, type TestServer, testServer } from "./helpers.ts";
@@ -11,11 +13,21 @@ export async function mcpTestServer(
   options: { registryDir?: string; store?: Store; handler?: Partial<McpHandlerDeps> } = {},
 ): Promise<TestServer> {
   const store = options.store ?? new SqliteStore(":memory:");
-  return await testServer({
-    registryDir: options.registryDir ?? REPO_REGISTRY,
+  const registryDir = options.registryDir ?? REPO_REGISTRY;
+  const routing = await loadRoutingTable(join(registryDir, "routing.json"));
+  const mcp = createMcpHandler({ store, cacheTtlMs: 0, routing, ...options.handler });
+  const server = await testServer({
+    registryDir,
     store,
-    deps: { mcp: createMcpHandler({ store, cacheTtlMs: 0, ...options.handler }) },
+    deps: { mcp },
   });
+  return {
+    ...server,
+    async close() {
+      await mcp.close();
+      await server.close();
+    },
+  };
 }
 
 /**

@@ -10,7 +10,9 @@ export type ExecuteErrorCode =
   | "UNKNOWN_TOOL"
   | "PERMISSION_DENIED"
   | "CLOUD_UNREACHABLE"
-  | "CODE_ERROR";
+  | "CODE_ERROR"
+  /** Server only: the code needs the package (it calls tools of the user's machine). */
+  | "CLIENT_TOOLS_REQUIRE_PACKAGE";
 
 /** Codes a nested call can fail with that, left uncaught, become the execution's code. */
 export const CALL_ERROR_CODES: ReadonlySet<string> = new Set([

@@ -65,11 +65,13 @@ function callError(code: string, message: string): PmlError {
 }
 
 function failureOf(toolId: string, result: CallToolResult): PmlError {
-  const text = resultText(result) || `"${toolId}" failed`;
-  const sc = result.structuredContent as { code?: unknown } | undefined;
-  if (
-    sc?.code === "CLOUD_UNREACHABLE" || /PML cloud .*(is unreachable|did not answer)/.test(text)
-  ) {
+  const sc = result.structuredContent as { code?: unknown; message?: unknown } | undefined;
+  const text = (typeof sc?.message === "string" ? sc.message : resultText(result)) ||
+    `"${toolId}" failed`;
+  if (typeof sc?.code === "string" && CALL_ERROR_CODES.has(sc.code)) {
+    return callError(sc.code, text);
+  }
+  if (/PML cloud .*(is unreachable|did not answer)/.test(text)) {
     return callError("CLOUD_UNREACHABLE", text);
   }
   if (text.startsWith("Permission denied")) return callError("PERMISSION_DENIED", text);

@@ -26,6 +26,7 @@ export async function serveCommand(config: ServerConfig, io: CliIo): Promise<num
         `registry: ${seeded.added.length} added, ${seeded.updated.length} updated, ` +
         `${seeded.removed.length} removed, ${seeded.unchanged} unchanged`,
     );
+    const mcp = createMcpHandler({ store, routing, log: (line) => io.stderr(line) });
     const server = Deno.serve(
       {
         port: config.port,
@@ -38,7 +39,7 @@ export async function serveCommand(config: ServerConfig, io: CliIo): Promise<num
       createApp({
         store,
         routing,
-        mcp: createMcpHandler({ store, log: (line) => io.stderr(line) }),
+        mcp,
       }),
     );
     const stop = () => {
@@ -52,6 +53,7 @@ export async function serveCommand(config: ServerConfig, io: CliIo): Promise<num
     } finally {
       Deno.removeSignalListener("SIGINT", stop);
       Deno.removeSignalListener("SIGTERM", stop);
+      await mcp.close();
     }
     return 0;
   } finally {

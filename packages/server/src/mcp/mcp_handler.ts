@@ -3,20 +3,23 @@
  * every request gets a fresh SDK `Server` and `WebStandardStreamableHTTPServerTransport`
  * (JSON responses, no session id), so any number of server instances can answer any request.
  *
- * Tools: `pml:search` (exposed `pml__search`), the server-routed std modules (`json`, `math`,
- * `text`) and the tools of every `http` registry entry. `tools/call` accepts the exposed name
- * and the tool id. BYOK keys come from the request's `X-PML-BYOK` header and serve that request
- * only. `GET` and `DELETE` answer 405: there is no server-initiated stream and no session.
+ * Tools: `pml:search` (exposed `pml__search`), `pml:execute` (see `execute.ts`), the server-routed
+ * std modules (`json`, `math`, `text`) and the tools of every `http` registry entry. `tools/call`
+ * accepts the exposed name and the tool id. BYOK keys come from the request's `X-PML-BYOK` header
+ * and serve that request only. `GET` and `DELETE` answer 405: there is no server-initiated stream
+ * and no session.
  *
  * The app has already checked the API key before calling this handler.
  *
  * @module
  */
 import { readBody } from "../http.ts";
-import type { McpHandler } from "../routes/mcp_post.ts";
+import type { McpHandler, McpRequestContext } from "../routes/mcp_post.ts";
 import type { Store } from "../store/store.ts";
 import { BYOK_HEADER, parseByokHeader } from "./byok.ts";
+import type { RoutingTable } from "../registry/routing_table.ts";
 import { callTool, isServerTool } from "./call_tool.ts";
+import { CLIENT_HEADER, type ServerExecuteOptions, ServerExecutor } from "./execute.ts";
 import { SEARCH_TOOL } from "./search.ts";
 import { WebStandardStreamableHTTPServerTransport } from "./sdk/http_server.ts";
 import { Server } from "./sdk/server.ts";
@@ -37,7 +40,14 @@ export interface McpHandlerDeps {
   /** How long a built tool catalog is trusted before checking the registry version (ms). */
   readonly cacheTtlMs?: number;
   readonly now?: () => number;
+  /** Platform routing, for tools the registry does not list (default: such tools are `client`). */
+  readonly routing?: RoutingTable;
+  /** `pml:execute`: timeouts and how many sandboxes may run at once. */
+  readonly execute?: ServerExecuteOptions;
 }
+
+/** The handler, plus `close()` for the sandboxes of `pml:execute` (call it on shutdown). */
+export type ClosableMcpHandler = McpHandler & { close(): Promise<void> };
 
 const SERVER_INFO = { name: "pml-server", version: "0.1.0" };
 const INSTRUCTIONS = "PML server: pml__search finds tools of the PML registry by intent; " +
@@ -51,13 +61,15 @@ const INSTRUCTIONS = "PML server: pml__search finds tools of the PML registry by
  * const app = createApp({ store, routing, mcp: createMcpHandler({ store }) });
  * ```
  */
-export function createMcpHandler(deps: McpHandlerDeps): McpHandler {
+export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const catalog = new ToolCatalog(deps.store, { ttlMs: deps.cacheTtlMs, now: deps.now });
   const log = deps.log ?? ((line: string) => console.error(line));
   const maxBodyBytes = deps.maxBodyBytes ?? 1024 * 1024;
   const timeoutMs = deps.proxyTimeoutMs ?? 60_000;
+  const executor = new ServerExecutor({ ...deps.execute, routing: deps.routing });
+  const execute = executor.tool;
 
-  return async (request, context) => {
+  const handler = async (request: Request, context: McpRequestContext): Promise<Response> => {
     if (request.method !== "POST") return methodNotAllowed();
     const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
     const parsedBody = context.parsedBody ?? await readJson(request, maxBodyBytes);
@@ -76,6 +88,13 @@ export function createMcpHandler(deps: McpHandlerDeps): McpHandler {
           inputSchema: SEARCH_TOOL.inputSchema,
           _meta: meta(SEARCH_TOOL.id, []),
         },
+        {
+          name: execute.name,
+          title: execute.id,
+          description: execute.description,
+          inputSchema: execute.inputSchema,
+          _meta: meta(execute.id, []),
+        },
         ...snapshot.tools.filter(isServerTool).map((tool): Tool => ({
           name: tool.name,
           title: tool.id,
@@ -85,17 +104,18 @@ export function createMcpHandler(deps: McpHandlerDeps): McpHandler {
         })),
       ],
     }));
-    server.setRequestHandler(
-      CallToolRequestSchema,
-      (call) =>
-        callTool(call.params.name, call.params.arguments ?? {}, {
-          snapshot,
-          keys,
-          fetch: deps.fetch,
-          timeoutMs,
-          log,
-        }),
-    );
+    const callContext = { snapshot, keys, fetch: deps.fetch, timeoutMs, log };
+    const packageClient = request.headers.get(CLIENT_HEADER)?.trim().toLowerCase() === "package";
+    server.setRequestHandler(CallToolRequestSchema, (call, extra) => {
+      const { name, arguments: args = {} } = call.params;
+      if (name !== execute.id && name !== execute.name) return callTool(name, args, callContext);
+      return executor.execute(args, {
+        snapshot,
+        packageClient,
+        callTool: (id, nestedArgs) => callTool(id, nestedArgs, callContext),
+        signal: extra.signal,
+      });
+    });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -107,6 +127,7 @@ export function createMcpHandler(deps: McpHandlerDeps): McpHandler {
       await server.close();
     }
   };
+  return Object.assign(handler, { close: () => executor.close() });
 }
 
 /** `_meta` of a listed tool: its id, routing and the BYOK variables it needs. */
