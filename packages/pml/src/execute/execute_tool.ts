@@ -1,10 +1,10 @@
 import type { AuditLog } from "../audit/audit.ts";
 import type { CallChannel, MetaTool } from "../gateway/gateway.ts";
 import type { ApprovalRequest, Approvals } from "../permission/approvals.ts";
-import type { Routing } from "../routing/routing.ts";
 import type { CallToolResult } from "../sdk/types.ts";
 import { Journal } from "./journal.ts";
-import { planExecution } from "./plan.ts";
+import { executeInputSchema, parseExecuteArgs } from "./args.ts";
+import { type PlanDeps, planExecution, type RemoteExecutor } from "./plan.ts";
 import { failureResult, successResult } from "./result.ts";
 import { type Attempt, runAttempt, type RunDeps } from "./run_execution.ts";
 
@@ -21,9 +21,14 @@ export interface ExecuteOptions {
   readonly rpcTimeoutMs?: number;
 }
 
-/** What `pml:execute` needs: the gateway pipeline (bound late), routing, approvals, a sandbox. */
+/**
+ * What `pml:execute` needs: the gateway pipeline (bound late), routing, permissions, approvals, a
+ * sandbox, and the cloud when one is configured.
+ */
 export interface ExecuteToolDeps extends Omit<RunDeps, "rpcTimeoutMs"> {
   readonly approvals: Approvals;
+  readonly permissionOf: PlanDeps["permissionOf"];
+  readonly cloud?: RemoteExecutor;
   readonly audit?: AuditLog;
   readonly options?: ExecuteOptions;
 }
@@ -51,6 +56,11 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
   const runDeps: RunDeps = {
     ...deps,
     rpcTimeoutMs: deps.options?.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
+  };
+  const planDeps: PlanDeps = {
+    routeOf: deps.routeOf,
+    permissionOf: deps.permissionOf,
+    cloud: deps.cloud,
   };
 
   const execute = async (attempt: Attempt, channel: CallChannel): Promise<CallToolResult> => {
@@ -93,30 +103,17 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
   return {
     id: "pml:execute",
     description: DESCRIPTION,
-    inputSchema: {
-      type: "object",
-      properties: {
-        code: { type: "string", description: "TypeScript function body; use mcp.ns.action(args)" },
-        intent: { type: "string", description: "What the code is meant to do (for the record)" },
-        timeout_ms: { type: "number", description: `At most ${maxTimeoutMs} ms` },
-      },
-      required: ["code"],
-    },
+    inputSchema: executeInputSchema(maxTimeoutMs),
     run: async (args, channel) => {
-      const code = typeof args.code === "string" ? args.code : "";
-      const t = args.timeout_ms;
-      if (t !== undefined && (typeof t !== "number" || !(t > 0))) {
-        return failureResult(
-          "CODE_ERROR",
-          `timeout_ms must be a positive number, got ${JSON.stringify(t)}`,
-        );
-      }
-      const plan = planExecution(code, { routeOf: deps.routeOf as (id: string) => Routing });
+      const parsed = parseExecuteArgs(args, maxTimeoutMs);
+      if (!parsed.ok) return parsed.result;
+      const plan = await planExecution(parsed.value, planDeps, channel);
+      if (plan.mode === "remote") return plan.result;
       if (plan.mode === "error") {
         const { code: errCode, message, line, column } = plan.error;
         return failureResult(errCode, message, line ? { line, column } : {});
       }
-      const timeoutMs = Math.min(maxTimeoutMs, (t as number | undefined) ?? maxTimeoutMs);
+      const { code, timeoutMs } = parsed.value;
       return await execute({ code, timeoutMs, journal: new Journal() }, channel);
     },
   };

@@ -9,6 +9,7 @@ import type { Gateway, MetaTool } from "../gateway/gateway.ts";
 import type { Approvals } from "../permission/approvals.ts";
 import type { RoutingResolver } from "../routing/routing.ts";
 import { createExecuteTool, type ExecuteOptions } from "./execute_tool.ts";
+import type { RemoteExecutor } from "./plan.ts";
 import { ExecSandboxPool, execSandboxSpec } from "./warm_pool.ts";
 
 export {
@@ -17,7 +18,14 @@ export {
   DEFAULT_RPC_TIMEOUT_MS,
   type ExecuteOptions,
 } from "./execute_tool.ts";
-export { type ExecutionPlan, planExecution } from "./plan.ts";
+export {
+  type ExecutionPlan,
+  type LocalReason,
+  type PlanDeps,
+  planExecution,
+  type RemoteExecutor,
+} from "./plan.ts";
+export { type ExecuteArgs, executeInputSchema, parseExecuteArgs } from "./args.ts";
 export { ExecSandboxPool, execSandboxSpec } from "./warm_pool.ts";
 export { canonicalJson, Journal, type JournalEntry } from "./journal.ts";
 export type { CallReport, ExecuteErrorCode } from "./result.ts";
@@ -33,6 +41,8 @@ export function createExecute(deps: {
   readonly approvals: Approvals;
   readonly audit: AuditLog;
   readonly workspace: string;
+  /** The cloud target, when an API key is set (code is planned by the server first). */
+  readonly cloud?: RemoteExecutor;
   readonly options?: ExecuteOptions & { readonly keepWarm?: boolean };
 }): { tool: MetaTool; pool: ExecSandboxPool } {
   const pool = new ExecSandboxPool(execSandboxSpec(), { keepWarm: deps.options?.keepWarm });
@@ -40,6 +50,8 @@ export function createExecute(deps: {
     takeSandbox: () => pool.take(),
     runTool: (id, args, channel) => deps.gateway().runTool(id, args, channel),
     routeOf: (id) => deps.routing.routeOf(id),
+    permissionOf: (id) => deps.gateway().permissions.check(id),
+    cloud: deps.cloud,
     approvals: deps.approvals,
     audit: deps.audit,
     workspace: deps.workspace,

@@ -1,27 +1,95 @@
 import { analyzeCode } from "../analysis/mod.ts";
 import type { Analysis, AnalysisError } from "../analysis/types.ts";
+import type { Decision } from "../permission/patterns.ts";
 import type { Routing } from "../routing/routing.ts";
+import type { CallToolResult } from "../sdk/types.ts";
+import type { ExecuteArgs } from "./args.ts";
+
+/** Why the code runs in the package. */
+export type LocalReason =
+  /** No cloud configured (no API key): local-only mode. */
+  | "no_cloud"
+  /** The server answered `execute_locally`: the code calls tools of this machine. */
+  | "execute_locally"
+  /** A tool of the code is not `allow`ed: each call must pass the user's permissions here. */
+  | "permissions"
+  /** The cloud could not be asked (unreachable, refused the key, a key missing): offline mode. */
+  | "offline";
 
 /** Where and how `pml:execute` code runs. */
 export type ExecutionPlan =
-  | { readonly mode: "local"; readonly analysis: Analysis }
+  | { readonly mode: "local"; readonly analysis: Analysis; readonly reason: LocalReason }
+  /** The server answered for good: it ran the code (all tools `server`), or refused it. */
+  | { readonly mode: "remote"; readonly result: CallToolResult }
   | { readonly mode: "error"; readonly error: AnalysisError };
 
-/**
- * Decides how to run `pml:execute` code (DESIGN §9). Today: the package analyses the code itself
- * and runs it locally, each `mcp.*` call routed by the gateway (client tools to local targets,
- * server tools to the cloud target).
- *
- * Seam for the cloud: when a cloud is configured, this is where the package will first send the
- * code to the server (`pml:execute` with `X-PML-Client: package`). The server answers either with
- * the result (every tool `server`: it ran the code itself; a plan `{mode: "remote", result}`) or
- * with `{"status":"execute_locally", code, tools_used, client_tools, dag}`, which maps to the
- * `local` plan below. The local analysis remains the fallback when the server is unreachable.
- */
-export function planExecution(
-  code: string,
-  opts: { routeOf: (toolId: string) => Routing },
-): ExecutionPlan {
-  const analysis = analyzeCode(code, { routeOf: opts.routeOf });
-  return analysis.ok ? { mode: "local", analysis } : { mode: "error", error: analysis.error };
+/** The cloud side of planning: `pml:execute` sent with `X-PML-Client: package`. */
+export interface RemoteExecutor {
+  executeRemote(
+    args: Record<string, unknown>,
+    toolsUsed: readonly string[],
+    channel: { signal?: AbortSignal },
+  ): Promise<CallToolResult>;
 }
+
+/** What planning needs: routing and permissions of this machine, and the cloud when configured. */
+export interface PlanDeps {
+  readonly routeOf: (toolId: string) => Routing;
+  readonly permissionOf: (toolId: string) => Decision;
+  /** Absent in local-only mode. */
+  readonly cloud?: RemoteExecutor;
+}
+
+/**
+ * Decides where `pml:execute` code runs (DESIGN §9).
+ *
+ * The package analyses the code first (~0.2 ms): a syntax error or empty code is answered without
+ * a round trip (the server runs the same analyser and would answer the same). Then, with a cloud
+ * configured, the code goes to the server with `X-PML-Client: package`; the server either runs it
+ * (every tool is a server tool: the result comes back as is) or answers `execute_locally`, and
+ * the package runs it in its sandbox, each `mcp.*` call routed by the gateway.
+ *
+ * One exception, for the user's permissions (DESIGN §5, every call is checked): a server
+ * execution cannot ask the human about a call, nor honour a `deny`, so code using any tool that is
+ * not `allow` is never handed to the server; it runs here, where each call is checked (and server
+ * tools still reach the cloud one call at a time). Without a reachable cloud the package runs the
+ * code itself: local tools work, server tools fail with `CLOUD_UNREACHABLE`.
+ */
+export async function planExecution(
+  args: ExecuteArgs,
+  deps: PlanDeps,
+  channel: { signal?: AbortSignal } = {},
+): Promise<ExecutionPlan> {
+  const analysis = analyzeCode(args.code, { routeOf: deps.routeOf });
+  if (!analysis.ok) return { mode: "error", error: analysis.error };
+  const local = (reason: LocalReason): ExecutionPlan => ({ mode: "local", analysis, reason });
+  if (!deps.cloud) return local("no_cloud");
+  if (analysis.toolsUsed.some((id) => deps.permissionOf(id) !== "allow")) {
+    return local("permissions");
+  }
+  const wire: Record<string, unknown> = { code: args.code, timeout_ms: args.timeoutMs };
+  if (args.intent !== undefined) wire.intent = args.intent;
+  let answer: CallToolResult;
+  try {
+    answer = await deps.cloud.executeRemote(wire, analysis.toolsUsed, channel);
+  } catch {
+    return local("offline"); // a protocol-level failure of the cloud: same as unreachable
+  }
+  const body = answer.structuredContent as { status?: unknown; code?: unknown } | undefined;
+  if (body?.status === "execute_locally") return local("execute_locally");
+  if (answer.isError && typeof body?.code === "string" && LOCAL_FALLBACK.has(body.code)) {
+    return local("offline");
+  }
+  return { mode: "remote", result: answer };
+}
+
+/** Cloud answers after which the package runs the code itself. */
+const LOCAL_FALLBACK: ReadonlySet<string> = new Set([
+  "CLOUD_UNREACHABLE",
+  "CLOUD_AUTH",
+  "CLOUD_API_KEY_REQUIRED",
+  "BYOK_MISSING",
+  // A server without pml:execute (older or other) answers this for the meta tool itself; for a
+  // tool of the code, the local run reaches the same answer at that call.
+  "UNKNOWN_TOOL",
+]);

@@ -67,6 +67,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     approvals,
     audit,
     workspace: config.workspace,
+    cloud: cloud.target.cloudMode ? cloud.target : undefined,
     options: opts.execute,
   });
   // The execute sandbox pool warms up on first use: a gateway that never runs pml:execute does not

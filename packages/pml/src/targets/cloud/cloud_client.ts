@@ -37,8 +37,12 @@ export class CloudClient {
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
   readonly #callTimeoutMs: number;
-  /** BYOK header value per cloud tool name (a pure function of the name, so calls may overlap). */
-  readonly #byok = new Map<string, string>();
+  /**
+   * BYOK header values of the calls in flight, by tool name and arguments (the fetch wrapper only
+   * sees the body; `pml:execute` needs keys that depend on its code), counted so that overlapping
+   * identical calls share one entry.
+   */
+  readonly #byok = new Map<string, { value: string; calls: number }>();
   #session?: Promise<Client>;
 
   constructor(opts: CloudClientOptions) {
@@ -78,16 +82,25 @@ export class CloudClient {
     args: Record<string, unknown>,
     opts: CloudCallOptions = {},
   ): Promise<CallToolResult> {
-    return await this.#withSession(async (client) => {
-      if (opts.byok) this.#byok.set(name, opts.byok);
-      else this.#byok.delete(name);
-      return await client.callTool({ name, arguments: args }, undefined, {
-        timeout: this.#callTimeoutMs,
-        resetTimeoutOnProgress: true,
-        signal: opts.signal,
-        onprogress: opts.onprogress,
-      }) as CallToolResult;
-    });
+    const key = opts.byok ? byokKey(name, args) : undefined;
+    if (key) {
+      const entry = this.#byok.get(key);
+      if (entry) entry.calls++;
+      else this.#byok.set(key, { value: opts.byok!, calls: 1 });
+    }
+    try {
+      return await this.#withSession(async (client) =>
+        await client.callTool({ name, arguments: args }, undefined, {
+          timeout: this.#callTimeoutMs,
+          resetTimeoutOnProgress: true,
+          signal: opts.signal,
+          onprogress: opts.onprogress,
+        }) as CallToolResult
+      );
+    } finally {
+      const entry = key ? this.#byok.get(key) : undefined;
+      if (entry && --entry.calls === 0) this.#byok.delete(key!);
+    }
   }
 
   /** Ends the session (best effort). */
@@ -168,7 +181,9 @@ export class CloudClient {
     try {
       const msg = JSON.parse(body);
       const name = msg?.method === "tools/call" ? msg.params?.name : undefined;
-      return typeof name === "string" ? this.#byok.get(name) : undefined;
+      return typeof name === "string"
+        ? this.#byok.get(byokKey(name, msg.params.arguments ?? {}))?.value
+        : undefined;
     } catch {
       return undefined;
     }
@@ -196,6 +211,11 @@ export class CloudClient {
       { cause: err },
     );
   }
+}
+
+/** Key of a call's BYOK value: the same for the arguments and for their JSON round trip. */
+function byokKey(name: string, args: unknown): string {
+  return `${name}\n${JSON.stringify(args)}`;
 }
 
 /** JSON-RPC error codes that mean the connection, not the request, failed. */

@@ -139,6 +139,42 @@ export class CloudTarget implements Target {
     }
   }
 
+  /**
+   * Sends `pml:execute` to the cloud (DESIGN §9) with, in `X-PML-BYOK`, the keys of every cloud
+   * tool in `toolsUsed` (the server may run the code, and with it those tools). The answer is the
+   * server's result: a finished execution, an error, or `{"status":"execute_locally", …}`.
+   * Transport failures come back as `isError` results with code `CLOUD_*`, a missing key as
+   * `BYOK_MISSING`: the caller then runs the code locally, where that call fails on its own.
+   */
+  async executeRemote(
+    args: Record<string, unknown>,
+    toolsUsed: readonly string[],
+    channel: CloudCallChannel = {},
+  ): Promise<CallToolResult> {
+    const client = this.#d.client;
+    if (!client) return failure("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
+    try {
+      await this.#freshTools();
+      const { byokEnv, env } = this.#d.config;
+      const needed = new Set<string>();
+      for (const toolId of toolsUsed) {
+        if (!this.#runsHere(toolId)) continue;
+        const declared = this.#tools?.get(toolId)?.env ??
+          await this.#registryEnv(toolId.slice(0, toolId.indexOf(":")));
+        byokHeader(toolId, declared, byokEnv, env); // throws BYOK_MISSING naming the tool
+        for (const v of declared) needed.add(v);
+      }
+      const name = this.#tools?.get("pml:execute")?.name ?? "pml:execute";
+      return await client.callTool(name, args, {
+        byok: byokHeader("pml:execute", [...needed], byokEnv, env),
+        signal: channel.signal,
+      });
+    } catch (err) {
+      if (isPmlError(err)) return failure(err.code, err.message);
+      throw err;
+    }
+  }
+
   async close(): Promise<void> {
     this.#abort.abort();
     this.#d.onClose?.();
