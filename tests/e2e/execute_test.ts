@@ -207,3 +207,42 @@ Deno.test("e2e execute: server-run code gets the BYOK keys of its tools only, an
   const atUpstream = upstream.seen.filter((s) => s.rpc === "tools/call");
   assertEquals(atUpstream.at(-1)!.headers["authorization"], "Bearer tok-upstream-123");
 });
+
+Deno.test("e2e execute: code calling an npm MCP server installs it on approval, then resumes without repeating calls", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["memory", "filesystem"], ask: [], deny: [] },
+  });
+  ws.write("fact.txt", "PML routes each call");
+  // The real HOME lets npm find its cache (the install is offline in practice); PML_HOME is private.
+  await using client = await connectStdio(ws, {
+    env: { HOME: Deno.env.get("HOME") ?? ws.home, PML_HOME: ws.home },
+  });
+  const code = `
+    const fact = await mcp.filesystem.read_file({ path: "fact.txt" });
+    await mcp.memory.create_entities({
+      entities: [{ name: "pml", entityType: "product", observations: [fact] }],
+    });
+    const graph = await mcp.memory.read_graph({});
+    return graph.entities.map((e) => e.name + ": " + e.observations.join());`;
+  const paused = await client.callTool({ name: "pml__execute", arguments: { code } });
+  const approval = paused.structuredContent as Record<string, unknown>;
+  assertEquals(approval.approval_type, "dependency", JSON.stringify(approval));
+  assertStringIncludes(String(approval.description), "mcp call #2");
+
+  const done = parse(
+    await client.callTool({
+      name: "pml__continue",
+      arguments: { workflow_id: approval.workflow_id, decision: "yes" },
+    }),
+  );
+  assert(!done.isError, JSON.stringify(done));
+  assertEquals(done.result, ["pml: PML routes each call"]);
+  assertEquals(
+    done.calls!.map((c) => [c.tool, c.routing, (c as { replayed?: boolean }).replayed === true]),
+    [
+      ["filesystem:read_file", "client", true],
+      ["memory:create_entities", "client", false],
+      ["memory:read_graph", "client", false],
+    ],
+  );
+});
