@@ -3,7 +3,9 @@
  *
  * 1. `json:parse` through `pml stdio` → pml-server, against the same call on the server's MCP
  *    endpoint with the SDK client directly (baseline): the ratio is what the gateway adds.
- * 2. `pml serve` under 64 concurrent sessions: local `filesystem:read_file` and cloud `json:parse`
+ * 2. `pml:execute` of code calling 3 server tools (the server runs it: one round trip) against the
+ *    same 3 calls made one by one through `pml stdio`.
+ * 3. `pml serve` under 64 concurrent sessions: local `filesystem:read_file` and cloud `json:parse`
  *    calls per second, against 64 direct sessions to the server.
  *
  * The cloud is the real `createApp()` of pml-server with its MCP handler (SQLite in memory). The
@@ -59,7 +61,7 @@ const emptyRegistry = Deno.serve(
 );
 await using cloud = await startCloud("http://127.0.0.1:9");
 await using ws = tempWorkspace({
-  permissions: { allow: ["filesystem", "json"], ask: [], deny: [] },
+  permissions: { allow: ["filesystem", "json", "math", "text"], ask: [], deny: [] },
   registries: [`http://127.0.0.1:${emptyRegistry.addr.port}`],
 });
 ws.write("r.txt", "bench");
@@ -85,6 +87,37 @@ console.log(`json:parse, ${ROUNDS} sequential calls (cloud saw ${reached} tools/
 console.log(row("direct SDK client → pml-server /mcp", base));
 console.log(row("pml stdio → CloudTarget → pml-server", pml, base));
 console.log(`  added by pml: ${(median(pml) - median(base)).toFixed(2)} ms per call`);
+
+// 3. pml:execute of server-only code: the package sends it to the server, which runs it in its
+//    sandbox (one round trip), against the same three calls made one by one through pml stdio.
+const SNIPPET = `
+  const v = await mcp.json.parse(${JSON.stringify(ARGS)});
+  const n = await mcp.math.evaluate({ expression: v.a.join(" + ") });
+  return await mcp.text.slugify({ text: "total " + n });`;
+const threeCalls = async () => {
+  const v = await stdio.callTool({ name: "json:parse", arguments: ARGS });
+  viaCloud(v);
+  viaCloud(await stdio.callTool({ name: "math:evaluate", arguments: { expression: "1 + 2 + 3" } }));
+  viaCloud(await stdio.callTool({ name: "text:slugify", arguments: { text: "total 6" } }));
+};
+const settle = () => new Promise((r) => setTimeout(r, 60)); // the server's next sandbox warms up
+const execute = async () =>
+  viaCloud(await stdio.callTool({ name: "pml__execute", arguments: { code: SNIPPET } }));
+const execSamples: number[] = [];
+const callSamples: number[] = [];
+for (let i = 0; i < 3; i++) (await execute(), await threeCalls(), await settle());
+for (let i = 0; i < 40; i++) {
+  const order = i % 2 === 0 ? [execute, threeCalls] : [threeCalls, execute];
+  for (const fn of order) {
+    const t = performance.now();
+    await fn();
+    (fn === execute ? execSamples : callSamples).push(performance.now() - t);
+  }
+  await settle();
+}
+console.log(`\npml:execute of server-only code (json, math, text), through pml stdio`);
+console.log(row("3 calls one by one (3 cloud round trips)", callSamples));
+console.log(row("pml:execute, run on the server", execSamples, callSamples));
 
 await using serve = await spawnServe(ws, env);
 const sessions = await Promise.all(Array.from({ length: CLIENTS }, () => httpClient(serve.url)));
