@@ -115,28 +115,21 @@ export class CloudTarget implements Target {
   }
 
   /** Calls `toolId` on the cloud (also used by the `pml:search` meta tool). */
-  async callCloud(
+  callCloud(
     toolId: string,
     args: Record<string, unknown>,
     channel: CloudCallChannel = {},
   ): Promise<CallToolResult> {
-    const client = this.#d.client;
-    if (!client) return failure("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
-    try {
-      await this.#freshTools();
-      const tool = this.#tools?.get(toolId);
-      const declared = tool?.env ?? await this.#registryEnv(toolId.slice(0, toolId.indexOf(":")));
+    return this.#withClient(async (client) => {
+      const declared = await this.#declaredEnv(toolId);
       const { byokEnv, env } = this.#d.config;
       const progress = channel.progress;
-      return await client.callTool(tool?.name ?? toolId, args, {
+      return await client.callTool(this.#tools?.get(toolId)?.name ?? toolId, args, {
         byok: byokHeader(toolId, declared, byokEnv, env),
         signal: channel.signal,
         onprogress: progress ? (p) => void progress(p.progress, p.total, p.message) : undefined,
       });
-    } catch (err) {
-      if (isPmlError(err)) return failure(err.code, err.message);
-      throw err;
-    }
+    });
   }
 
   /**
@@ -146,33 +139,45 @@ export class CloudTarget implements Target {
    * Transport failures come back as `isError` results with code `CLOUD_*`, a missing key as
    * `BYOK_MISSING`: the caller then runs the code locally, where that call fails on its own.
    */
-  async executeRemote(
+  executeRemote(
     args: Record<string, unknown>,
     toolsUsed: readonly string[],
     channel: CloudCallChannel = {},
+  ): Promise<CallToolResult> {
+    return this.#withClient(async (client) => {
+      const { byokEnv, env } = this.#d.config;
+      const needed = new Set<string>();
+      for (const toolId of toolsUsed.filter((id) => this.#runsHere(id))) {
+        const declared = await this.#declaredEnv(toolId);
+        byokHeader(toolId, declared, byokEnv, env); // throws BYOK_MISSING naming the tool
+        for (const v of declared) needed.add(v);
+      }
+      return await client.callTool(this.#tools?.get("pml:execute")?.name ?? "pml:execute", args, {
+        byok: byokHeader("pml:execute", [...needed], byokEnv, env),
+        signal: channel.signal,
+      });
+    });
+  }
+
+  /** Runs `call` with the cloud client (fresh tool list); failures become `isError` results. */
+  async #withClient(
+    call: (client: CloudClient) => Promise<CallToolResult>,
   ): Promise<CallToolResult> {
     const client = this.#d.client;
     if (!client) return failure("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
     try {
       await this.#freshTools();
-      const { byokEnv, env } = this.#d.config;
-      const needed = new Set<string>();
-      for (const toolId of toolsUsed) {
-        if (!this.#runsHere(toolId)) continue;
-        const declared = this.#tools?.get(toolId)?.env ??
-          await this.#registryEnv(toolId.slice(0, toolId.indexOf(":")));
-        byokHeader(toolId, declared, byokEnv, env); // throws BYOK_MISSING naming the tool
-        for (const v of declared) needed.add(v);
-      }
-      const name = this.#tools?.get("pml:execute")?.name ?? "pml:execute";
-      return await client.callTool(name, args, {
-        byok: byokHeader("pml:execute", [...needed], byokEnv, env),
-        signal: channel.signal,
-      });
+      return await call(client);
     } catch (err) {
       if (isPmlError(err)) return failure(err.code, err.message);
       throw err;
     }
+  }
+
+  /** Variables `toolId` declares: from the cloud's list, else from its registry metadata. */
+  async #declaredEnv(toolId: string): Promise<readonly string[]> {
+    return this.#tools?.get(toolId)?.env ??
+      await this.#registryEnv(toolId.slice(0, toolId.indexOf(":")));
   }
 
   async close(): Promise<void> {
