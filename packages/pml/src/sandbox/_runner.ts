@@ -4,6 +4,11 @@
  * messages. Exits when stdin closes, so a sandbox never outlives its gateway.
  *
  * It imports only a line splitter: everything the sandbox can do is in its Deno flags.
+ *
+ * The protocol goes through the raw `Deno.stdin.read` and `Deno.stdout.writeSync`, taken here when
+ * the module is evaluated: before the entry that imports it runs (`exec_entry.ts` then replaces them
+ * for the code it runs, which can never reach these private copies). A raw read and one blocking
+ * write per line cost about half of a round trip through `readable`/`writable` streams.
  */
 import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
@@ -14,10 +19,27 @@ type ModuleFn = (args: any, ctx: any) => unknown;
 export type ModuleTable = Record<string, Record<string, unknown>>;
 
 const encoder = new TextEncoder();
-const writer = Deno.stdout.writable.getWriter();
+const rawRead = Deno.stdin.read.bind(Deno.stdin);
+const rawWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
 
+/** Writes one line at once (no other line can interleave); exits if the host has gone. */
 function send(message: SandboxMessage): void {
-  writer.write(encoder.encode(JSON.stringify(message) + "\n")).catch(() => Deno.exit(0));
+  let bytes = encoder.encode(JSON.stringify(message) + "\n");
+  try {
+    while (bytes.length) bytes = bytes.subarray(rawWriteSync(bytes));
+  } catch {
+    Deno.exit(0);
+  }
+}
+
+/** Stdin in chunks (one buffer, reused: each chunk is decoded before the next read). */
+async function* stdinChunks(): AsyncGenerator<Uint8Array> {
+  const buf = new Uint8Array(64 * 1024);
+  for (;;) {
+    const n = await rawRead(buf);
+    if (n === null) return;
+    yield buf.subarray(0, n);
+  }
 }
 
 function toWire(err: unknown): WireError {
@@ -82,7 +104,7 @@ function handle(modules: ModuleTable, msg: HostMessage): void {
 /** Serves `modules` over stdin/stdout until stdin closes. */
 export async function serveModules(modules: ModuleTable): Promise<void> {
   send({ t: "ready" });
-  await forEachLine(Deno.stdin.readable, (line) => {
+  await forEachLine(stdinChunks(), (line) => {
     if (line.trim() === "") return;
     try {
       handle(modules, JSON.parse(line) as HostMessage);
