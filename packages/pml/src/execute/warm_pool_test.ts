@@ -1,0 +1,54 @@
+import { assert, assertEquals } from "../testing/assert.ts";
+import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
+import { execute } from "./_test_helpers.ts";
+import { ExecSandboxPool, execSandboxSpec, WARM_UP_NS } from "./warm_pool.ts";
+
+/** What code can see of the global scope (own names and symbols, with their descriptors). */
+const GLOBALS_CODE = `
+  return Reflect.ownKeys(globalThis).map((k) => {
+    const d = Object.getOwnPropertyDescriptor(globalThis, k);
+    return [String(k), typeof d.value, d.writable ?? "accessor", d.configurable];
+  }).sort();`;
+
+Deno.test("exec warm pool: the warm-up runs before the take and leaves no global behind", async () => {
+  const pool = new ExecSandboxPool(execSandboxSpec());
+  try {
+    pool.prewarm();
+    assertEquals(await pool.warmedUp(), true);
+    const warmed = pool.take();
+    const fresh = pool.takeCold();
+    const run = (code: string) =>
+      Promise.all(
+        [warmed, fresh].map((p) =>
+          p.call({ ns: "exec", action: "run", args: { code }, workspace: "/" })
+        ),
+      );
+    const [warmGlobals, freshGlobals] = await run(GLOBALS_CODE);
+    assertEquals(warmGlobals, freshGlobals);
+    // The warm-up's namespace is not answered for user code: the call has no handler here.
+    const [warmCall, freshCall] = await run(
+      `try { return await mcp.${WARM_UP_NS}.echo({ n: 1 }); } catch (e) { return e.message; }`,
+    );
+    assertEquals(warmCall, freshCall);
+    assertEquals(warmCall, `mcp.${WARM_UP_NS}:echo is not available here`);
+  } finally {
+    await pool.close();
+  }
+});
+
+Deno.test("exec warm pool: without keepWarm nothing is warmed up", async () => {
+  const pool = new ExecSandboxPool(execSandboxSpec(), { keepWarm: false });
+  pool.prewarm();
+  assertEquals(await pool.warmedUp(), false);
+  assertEquals(pool.processes, []);
+  await pool.close();
+});
+
+Deno.test("pml:execute: the warm-up's mcp namespace is not a tool code can call", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using g = await gatewayFor(ws);
+  const body = await execute(g.client, `return await mcp.${WARM_UP_NS}.echo({ n: 1 });`);
+  assert(body.isError, JSON.stringify(body));
+  assertEquals([body.status, body.code], ["error", "UNKNOWN_TOOL"]);
+  assert(!JSON.stringify(body).includes('"n":1'), JSON.stringify(body));
+});
