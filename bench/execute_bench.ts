@@ -1,23 +1,33 @@
 /**
- * `pml:execute` of a snippet with 3 local `filesystem:read_file` calls, against the same 3 calls
- * made directly as `tools/call`, both through the gateway over the SDK's in-memory transport, in
- * the same run. Also the start of an execution sandbox: taken from the warm pool vs started cold
- * (spawn → first result of `return 1`).
+ * `pml:execute` of a snippet with 3 sequential local `filesystem:read_file` calls, against the same
+ * 3 calls made directly as `tools/call`, in the same run:
  *
- *   deno run -A bench/execute_bench.ts
+ * - through a spawned `bin/pml stdio` driven by the SDK client, as an agent would (the comparison
+ *   the issue asks for: `pml:execute` must be faster);
+ * - through the gateway in process over the SDK's in-memory transport (no client↔gateway pipe, so
+ *   it shows the sandbox's own cost).
+ *
+ * The two orders alternate, and each measurement is followed by a pause of {@link SETTLE_MS}: an
+ * agent does not fire executions back to back (it thinks between tool calls), and the pause lets
+ * the next warm sandbox start and warm up, as it would between an agent's calls. So every
+ * measurement starts from idle processes, which on a VM makes the first hop of each slower.
+ *
+ * Also the start of an execution sandbox: taken from the warm pool vs started cold (spawn → first
+ * result of `return 1`).
+ *
+ *   deno task bench execute
  */
-import { join } from "node:path";
+import { connectStdio } from "../tests/e2e/_spawn.ts";
 import { execSandboxSpec } from "../packages/pml/src/execute/mod.ts";
 import { ExecSandboxPool } from "../packages/pml/src/execute/warm_pool.ts";
+import type { Client } from "../packages/pml/src/sdk/client.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../packages/pml/src/testing/workspace.ts";
 import { median, row } from "./_stats.ts";
 
 const ROUNDS = 40;
+const WARMUP_ROUNDS = 3;
 const SANDBOX_ROUNDS = 15;
-
-await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
-for (const n of [1, 2, 3]) ws.write(`f${n}.txt`, `file ${n} `.repeat(400));
-await using g = await gatewayFor(ws, { prewarm: true });
+const SETTLE_MS = 80;
 
 const SNIPPET = `
   const a = await mcp.filesystem.read_file({ path: "f1.txt" });
@@ -25,14 +35,17 @@ const SNIPPET = `
   const c = await mcp.filesystem.read_file({ path: "f3.txt" });
   return a.length + b.length + c.length;`;
 
-async function viaExecute(): Promise<void> {
-  const res = await g.client.callTool({ name: "pml__execute", arguments: { code: SNIPPET } });
+await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+for (const n of [1, 2, 3]) ws.write(`f${n}.txt`, `file ${n} `.repeat(400));
+
+async function viaExecute(client: Client): Promise<void> {
+  const res = await client.callTool({ name: "pml__execute", arguments: { code: SNIPPET } });
   if (res.isError || !textOf(res).includes('"success"')) throw new Error(textOf(res));
 }
 
-async function direct(): Promise<void> {
+async function direct(client: Client): Promise<void> {
   for (const n of [1, 2, 3]) {
-    const res = await g.client.callTool({
+    const res = await client.callTool({
       name: "filesystem__read_file",
       arguments: { path: `f${n}.txt` },
     });
@@ -40,21 +53,41 @@ async function direct(): Promise<void> {
   }
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 60)); // lets the next warm sandbox start
-const exec: number[] = [];
-const base: number[] = [];
-for (let i = 0; i < 3; i++) (await viaExecute(), await direct(), await settle());
-for (let i = 0; i < ROUNDS; i++) {
-  const order = i % 2 === 0 ? [viaExecute, direct] : [direct, viaExecute];
-  for (const fn of order) {
-    const t0 = performance.now();
-    await fn();
-    (fn === viaExecute ? exec : base).push(performance.now() - t0);
+const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
+
+/** Interleaved rounds of both ways on one client: [direct samples, execute samples]. */
+async function compare(client: Client): Promise<[number[], number[]]> {
+  const exec: number[] = [];
+  const base: number[] = [];
+  for (let i = 0; i < WARMUP_ROUNDS; i++) {
+    await viaExecute(client);
+    await direct(client);
+    await settle();
   }
-  await settle();
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = i % 2 === 0 ? [viaExecute, direct] : [direct, viaExecute];
+    for (const fn of order) {
+      const t0 = performance.now();
+      await fn(client);
+      (fn === viaExecute ? exec : base).push(performance.now() - t0);
+      await settle();
+    }
+  }
+  return [base, exec];
 }
 
-// Sandbox start: warm (already spawned and ready) vs cold (spawned now).
+let stdio: [number[], number[]];
+{
+  await using client = await connectStdio(ws);
+  stdio = await compare(client);
+}
+let memory: [number[], number[]];
+{
+  await using g = await gatewayFor(ws, { prewarm: true });
+  memory = await compare(g.client);
+}
+
+// Sandbox start: warm (spawned, ready and warmed up) vs cold (spawned now).
 const pool = new ExecSandboxPool(execSandboxSpec());
 const warm: number[] = [];
 const cold: number[] = [];
@@ -67,17 +100,26 @@ const runOne = async (take: () => ReturnType<ExecSandboxPool["take"]>, into: num
 };
 pool.prewarm();
 for (let i = 0; i < SANDBOX_ROUNDS; i++) {
-  await Promise.all(pool.processes.map((p) => p.ready));
-  await runOne(() => pool.take(), warm);
-  await runOne(() => pool.takeCold(), cold);
+  for (const [take, into] of [[() => pool.take(), warm], [() => pool.takeCold(), cold]] as const) {
+    await pool.warmedUp(); // the cold start does not compete with the next warm one's start
+    await settle();
+    await runOne(take, into);
+  }
 }
 await pool.close();
 
-console.log(`execute bench: ${ROUNDS} rounds, workspace ${join("<tmp>", "ws")}`);
-console.log(row("3 direct tools/call filesystem__read_file", base));
-console.log(row("pml:execute with the same 3 mcp.* calls", exec, base));
+console.log(`execute bench: ${ROUNDS} rounds per transport, ${SETTLE_MS} ms pause between calls`);
+console.log("through a spawned `pml stdio`:");
+console.log(row("  3 direct tools/call filesystem__read_file", stdio[0]));
+console.log(row("  pml:execute with the same 3 mcp.* calls", stdio[1], stdio[0]));
+console.log("in process (in-memory transport):");
+console.log(row("  3 direct tools/call filesystem__read_file", memory[0]));
+console.log(row("  pml:execute with the same 3 mcp.* calls", memory[1], memory[0]));
 console.log(row("exec sandbox cold: spawn → `return 1`", cold));
 console.log(row("exec sandbox warm: take → `return 1`", warm, cold));
+const gain = median(stdio[0]) - median(stdio[1]);
 console.log(
-  `  pml:execute overhead over the direct calls: ${(median(exec) - median(base)).toFixed(2)} ms`,
+  `  over stdio, pml:execute is ${Math.abs(gain).toFixed(2)} ms ${
+    gain >= 0 ? "faster" : "slower"
+  } than the 3 direct calls`,
 );
