@@ -7,6 +7,11 @@
  * - through the gateway in process over the SDK's in-memory transport (no client↔gateway pipe, so
  *   it shows the sandbox's own cost).
  *
+ * A third row times the 3 direct calls as an agent makes them, one per turn: a pause (not counted)
+ * before each call, so each starts from idle processes. Back to back (the first row) is the best
+ * case for direct calls; one per turn is how they happen, minus the model's own time per turn,
+ * which is what `pml:execute` really saves and no benchmark here can count.
+ *
  * The two orders alternate, and each measurement is followed by a pause of {@link SETTLE_MS}: an
  * agent does not fire executions back to back (it thinks between tool calls), and the pause lets
  * the next warm sandbox start and warm up, as it would between an agent's calls. So every
@@ -55,6 +60,25 @@ async function direct(client: Client): Promise<void> {
 
 const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
 
+/**
+ * The 3 calls as an agent makes them: one per turn, the model thinking in between (a pause before
+ * each call, not counted). Each call then starts from idle processes, as in real use.
+ */
+async function directPaced(client: Client): Promise<number> {
+  let total = 0;
+  for (const n of [1, 2, 3]) {
+    await settle();
+    const t0 = performance.now();
+    const res = await client.callTool({
+      name: "filesystem__read_file",
+      arguments: { path: `f${n}.txt` },
+    });
+    total += performance.now() - t0;
+    if (res.isError) throw new Error(textOf(res));
+  }
+  return total;
+}
+
 /** Interleaved rounds of both ways on one client: [direct samples, execute samples]. */
 async function compare(client: Client): Promise<[number[], number[]]> {
   const exec: number[] = [];
@@ -77,9 +101,11 @@ async function compare(client: Client): Promise<[number[], number[]]> {
 }
 
 let stdio: [number[], number[]];
+const paced: number[] = [];
 {
   await using client = await connectStdio(ws);
   stdio = await compare(client);
+  for (let i = 0; i < ROUNDS; i++) paced.push(await directPaced(client));
 }
 let memory: [number[], number[]];
 {
@@ -112,6 +138,8 @@ console.log(`execute bench: ${ROUNDS} rounds per transport, ${SETTLE_MS} ms paus
 console.log("through a spawned `pml stdio`:");
 console.log(row("  3 direct tools/call filesystem__read_file", stdio[0]));
 console.log(row("  pml:execute with the same 3 mcp.* calls", stdio[1], stdio[0]));
+console.log(row("  3 direct calls, one per agent turn", paced));
+console.log(row("  pml:execute vs one call per agent turn", stdio[1], paced));
 console.log("in process (in-memory transport):");
 console.log(row("  3 direct tools/call filesystem__read_file", memory[0]));
 console.log(row("  pml:execute with the same 3 mcp.* calls", memory[1], memory[0]));

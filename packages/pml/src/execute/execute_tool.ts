@@ -29,6 +29,8 @@ export interface ExecuteToolDeps extends Omit<RunDeps, "rpcTimeoutMs"> {
   readonly approvals: Approvals;
   readonly permissionOf: PlanDeps["permissionOf"];
   readonly cloud?: RemoteExecutor;
+  /** Wakes the sandbox the run will take, while the code is being planned. */
+  readonly wakeSandbox?: () => void;
   readonly audit?: AuditLog;
   readonly options?: ExecuteOptions;
 }
@@ -105,6 +107,7 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
     description: DESCRIPTION,
     inputSchema: executeInputSchema(maxTimeoutMs),
     run: async (args, channel) => {
+      deps.wakeSandbox?.();
       const parsed = parseExecuteArgs(args, maxTimeoutMs);
       if (!parsed.ok) return parsed.result;
       const plan = await planExecution(parsed.value, planDeps, channel);

@@ -48,6 +48,7 @@ export function createExecute(deps: {
   const pool = new ExecSandboxPool(execSandboxSpec(), { keepWarm: deps.options?.keepWarm });
   const tool = createExecuteTool({
     takeSandbox: () => pool.take(),
+    wakeSandbox: () => pool.wake(),
     runTool: (id, args, channel) => deps.gateway().runTool(id, args, channel),
     routeOf: (id) => deps.routing.routeOf(id),
     permissionOf: (id) => deps.gateway().permissions.check(id),

@@ -88,6 +88,11 @@ export class ExecSandboxPool {
     return this.#warmedUp;
   }
 
+  /** Wakes the warm process ahead of {@link take} (see `SandboxProcess.poke`). */
+  wake(): void {
+    this.#warm?.poke();
+  }
+
   /** A fresh process for one execution (the caller kills it after); its exit warms the next. */
   take(): SandboxProcess {
     if (this.#closed) throw new Error("pml:execute sandbox pool is closed");

@@ -102,6 +102,7 @@ export class ServerExecutor {
 
   /** Answers one `pml:execute` call. */
   async execute(args: Record<string, unknown>, req: ExecuteRequest): Promise<CallToolResult> {
+    this.#pool?.wake();
     const parsed = parseExecuteArgs(args, this.#timeoutMs);
     if (!parsed.ok) return parsed.result;
     const { code, timeoutMs } = parsed.value;
