@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { childPids, processAlive } from "../../pml/src/procfs.ts";
+import { execSandboxPids } from "../../pml/src/execute/_test_helpers.ts";
+import { processAlive } from "../../pml/src/procfs.ts";
 import { mcpMetadataEntry } from "../src/registry/mcp_metadata.ts";
 import { callTool, connectClient, mcpTestServer, type ToolResult } from "./mcp_helpers.ts";
 import type { McpHandlerDeps } from "../src/mcp/mcp_handler.ts";
@@ -156,24 +157,13 @@ Deno.test("server execute: empty code, bad timeout and syntax errors are clear e
   });
 });
 
-/** Exec sandboxes (children of this test process running the exec entry). */
-function execSandboxes(): number[] {
-  return childPids(Deno.pid).filter((pid) => {
-    try {
-      return Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes("exec_entry.ts");
-    } catch {
-      return false;
-    }
-  });
-}
-
 Deno.test("server execute: an infinite loop ends with EXECUTION_TIMEOUT and its process is gone", async () => {
   await withExecute({}, async (execute) => {
     // The pool starts on first use, so the sandboxes seen early in the run are the looping one.
     const running = execute({ code: "while (true) {}", timeout_ms: 600 });
     const seen = new Set<number>();
     for (const end = Date.now() + 300; Date.now() < end;) {
-      for (const pid of execSandboxes()) seen.add(pid);
+      for (const pid of execSandboxPids()) seen.add(pid);
       await new Promise((r) => setTimeout(r, 20));
     }
     const result = await running;
