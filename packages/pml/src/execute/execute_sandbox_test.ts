@@ -61,6 +61,14 @@ Deno.test("pml:execute sandbox: the bridge cannot be tampered with or forged aro
        () => { "use strict"; globalThis.Deno = { stdout: {} }; },
        () => { "use strict"; Object.defineProperty(Deno, "stdout", { value: {} }); },
        () => { "use strict"; mcp.filesystem = {}; },
+       // The runner's own writes: a replaced subarray or length would make it write forged bytes.
+       () => { "use strict"; Uint8Array.prototype.subarray = () => bytes; },
+       () => { "use strict"; Object.getPrototypeOf(Uint8Array.prototype).subarray = () => bytes; },
+       () => {
+         "use strict";
+         Object.defineProperty(Object.getPrototypeOf(Uint8Array.prototype), "length", { get: () => 1 });
+       },
+       () => { "use strict"; globalThis.Uint8Array = function () { return bytes; }; },
      ]) {
        try { await attempt(); out.push("allowed"); } catch (e) { out.push(e.name); }
      }

@@ -18,15 +18,27 @@ type ModuleFn = (args: any, ctx: any) => unknown;
 /** Modules the sandbox can run, by namespace. */
 export type ModuleTable = Record<string, Record<string, unknown>>;
 
-const encoder = new TextEncoder();
 const rawRead = Deno.stdin.read.bind(Deno.stdin);
 const rawWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
+// What `send` calls on the way out, taken now as well: code running in this process (pml:execute
+// code, registry modules) may replace prototype methods later, and a replaced `subarray` or
+// `length` would make the runner itself write bytes of the code's choosing on the protocol stream.
+const stringify = JSON.stringify;
+const encode = TextEncoder.prototype.encode.bind(new TextEncoder());
+const subarray = Function.prototype.call.bind(Uint8Array.prototype.subarray) as (
+  bytes: Uint8Array,
+  begin: number,
+  end?: number,
+) => Uint8Array;
+const byteCount = Function.prototype.call.bind(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), "length")!.get!,
+) as (bytes: Uint8Array) => number;
 
 /** Writes one line at once (no other line can interleave); exits if the host has gone. */
 function send(message: SandboxMessage): void {
-  let bytes = encoder.encode(JSON.stringify(message) + "\n");
+  let bytes: Uint8Array = encode(stringify(message) + "\n");
   try {
-    while (bytes.length) bytes = bytes.subarray(rawWriteSync(bytes));
+    while (byteCount(bytes)) bytes = subarray(bytes, rawWriteSync(bytes));
   } catch {
     Deno.exit(0);
   }
@@ -38,7 +50,7 @@ async function* stdinChunks(): AsyncGenerator<Uint8Array> {
   for (;;) {
     const n = await rawRead(buf);
     if (n === null) return;
-    yield buf.subarray(0, n);
+    yield subarray(buf, 0, n);
   }
 }
 

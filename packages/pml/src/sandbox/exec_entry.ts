@@ -51,7 +51,7 @@ function freezeIntrinsics(): void {
       "Proxy",
       "TextEncoder",
       "TextDecoder",
-      "WritableStreamDefaultWriter",
+      "Uint8Array",
       "Error",
       "Deno",
     ]
@@ -64,6 +64,8 @@ function freezeIntrinsics(): void {
       Object.freeze(value.prototype);
     }
   }
+  // Where `subarray` and the `length` getter of every typed array live.
+  Object.freeze(Object.getPrototypeOf(Uint8Array.prototype));
   Object.freeze(Promise);
   Object.freeze(Deno);
 }
