@@ -1,0 +1,236 @@
+/**
+ * Real client, end to end: the MCP Inspector CLI (`mcp-inspector-cli --cli`, the pinned
+ * devDependency) against `pml stdio` and `pml serve`. Each invocation is one MCP session that runs
+ * one method (`tools/list` or `tools/call`) and prints the JSON result.
+ */
+import { join } from "node:path";
+import {
+  assert,
+  assertEquals,
+  assertMatch,
+  assertStringIncludes,
+} from "../../../packages/pml/src/testing/assert.ts";
+import { tempWorkspace } from "../../../packages/pml/src/testing/workspace.ts";
+import { Client } from "../../../packages/pml/src/sdk/client.ts";
+import { StreamableHTTPClientTransport } from "../../../packages/pml/src/sdk/http_client.ts";
+import { startCloud } from "../_cloud.ts";
+import { spawnServe } from "../_serve.ts";
+import { PML_BIN } from "../_spawn.ts";
+import { ROOT } from "./_claude.ts";
+import { type EgressTrap, startEgressTrap } from "./_egress_trap.ts";
+
+const INSPECTOR_BIN = join(ROOT, "node_modules", ".bin", "mcp-inspector-cli");
+/**
+ * Inspector CLI 1.0.3 checks `../package.json` relative to its working directory but imports it
+ * relative to its own file: it starts only from a folder whose parent holds a package.json. Its
+ * own `build` folder is such a place (the server's workspace comes from PML_WORKSPACE).
+ */
+const INSPECTOR_CWD = join(ROOT, "node_modules", "@modelcontextprotocol", "inspector-cli", "build");
+const NO_UPSTREAM = "http://127.0.0.1:9";
+
+interface ToolResult {
+  content: { type: string; text?: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+interface ListedTool {
+  name: string;
+  description?: string;
+  inputSchema: { type: string; properties?: Record<string, unknown>; required?: string[] };
+}
+
+/**
+ * Runs `mcp-inspector-cli --cli` with `target` (a command, or a URL) and the method options.
+ * `--tool-arg` pairs go before `--tool-name`: the CLI re-orders its arguments and a trailing
+ * variadic option would swallow the target.
+ */
+async function inspector(
+  target: string[],
+  method: { list: true } | { tool: string; args?: Record<string, string> },
+  o: { trap: EgressTrap; env?: Record<string, string> },
+): Promise<{ code: number; json?: unknown; out: string }> {
+  const env = Object.entries(o.env ?? {}).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+  const methodArgs = "list" in method ? ["--method", "tools/list"] : [
+    "--method",
+    "tools/call",
+    ...Object.entries(method.args ?? {}).flatMap(([k, v]) => ["--tool-arg", `${k}=${v}`]),
+    "--tool-name",
+    method.tool,
+  ];
+  const isUrl = target[0].startsWith("http");
+  const args = isUrl
+    ? ["--cli", ...methodArgs, target[0], "--transport", "http"]
+    : ["--cli", ...env, ...methodArgs, "--", ...target];
+  const out = await new Deno.Command(INSPECTOR_BIN, {
+    args,
+    cwd: INSPECTOR_CWD,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: Deno.makeTempDirSync({ prefix: "pml-inspector-home-" }),
+      DENO_NO_UPDATE_CHECK: "1",
+      ...o.trap.env,
+    },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  const stdout = dec.decode(out.stdout);
+  let json: unknown;
+  try {
+    json = JSON.parse(stdout);
+  } catch { /* reported in `out` */ }
+  return { code: out.code, json, out: `exit ${out.code}\n${stdout}\n${dec.decode(out.stderr)}` };
+}
+
+const stdio = [PML_BIN, "stdio"];
+const text = (r: ToolResult) => r.content.map((c) => c.text ?? "").join("");
+
+async function cloudTools(cloud: { url: string; key: string }) {
+  const client = new Client({ name: "e2e-check", version: "1" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${cloud.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${cloud.key}` } },
+    }),
+  );
+  try {
+    return new Map((await client.listTools()).tools.map((t) => [t.name, t]));
+  } finally {
+    await client.close();
+  }
+}
+
+Deno.test("inspector --cli tools/list (stdio): names, descriptions and real schemas, a cloud tool's as pml-server lists it", async () => {
+  await using trap = startEgressTrap();
+  await using cloud = await startCloud(NO_UPSTREAM);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem:read_file", "json", "math"], ask: [], deny: [] },
+  });
+  const env = { PML_WORKSPACE: ws.dir, PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key };
+  const listed = await inspector(stdio, { list: true }, { trap, env });
+  assertEquals(listed.code, 0, listed.out);
+  const tools = new Map((listed.json as { tools: ListedTool[] }).tools.map((t) => [t.name, t]));
+  for (const name of ["filesystem__read_file", "pml__execute", "pml__continue", "math__sum"]) {
+    assert(tools.has(name), `${name} in ${[...tools.keys()].join(", ")}`);
+  }
+  for (const [name, tool] of tools) {
+    assertMatch(name, /^[A-Za-z0-9_-]{1,64}$/);
+    assert((tool.description ?? "").length > 10, `${name} has a description`);
+  }
+  assertEquals(tools.get("filesystem__read_file")!.inputSchema.required, ["path"]);
+  const served = await cloudTools(cloud);
+  for (const name of ["json__parse", "math__sum"]) {
+    const real = served.get(name)!.inputSchema;
+    assert(real.properties && Object.keys(real.properties).length > 0, name);
+    assertEquals(tools.get(name)!.inputSchema.properties, real.properties, name);
+    assertEquals(tools.get(name)!.inputSchema.required, real.required, name);
+  }
+  assertEquals(trap.attempts, []);
+});
+
+Deno.test("inspector --cli tools/call (stdio): a read, a cloud tool with a real pml-server, pml:execute with two local tools", async () => {
+  await using trap = startEgressTrap();
+  await using cloud = await startCloud(NO_UPSTREAM);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem", "math"], ask: [], deny: [] },
+  });
+  ws.write("notes.txt", "inspected notes");
+  const env = { PML_WORKSPACE: ws.dir, PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key };
+
+  const read = await inspector(stdio, {
+    tool: "filesystem__read_file",
+    args: { path: "notes.txt" },
+  }, { trap, env });
+  assertEquals(read.code, 0, read.out);
+  assertEquals(text(read.json as ToolResult), "inspected notes");
+  assertEquals(cloud.calls().length, 0, "a local read never reaches the cloud");
+
+  const sum = await inspector(stdio, { tool: "math__sum", args: { numbers: "[1,2,3.5]" } }, {
+    trap,
+    env,
+  });
+  assertEquals(sum.code, 0, sum.out);
+  assert(!(sum.json as ToolResult).isError, sum.out);
+  assertStringIncludes(text(sum.json as ToolResult), "6.5");
+  assertEquals(cloud.calls().map((c) => c.tool?.replace("__", ":")), ["math:sum"]);
+
+  const code = `
+    const t = await mcp.filesystem.read_file({ path: "notes.txt" });
+    await mcp.filesystem.write_file({ path: "copy.txt", content: t });
+    return t.length;`;
+  const exec = await inspector(stdio, { tool: "pml__execute", args: { code } }, { trap, env });
+  assertEquals(exec.code, 0, exec.out);
+  const body = JSON.parse(text(exec.json as ToolResult));
+  assertEquals(body.status, "success", exec.out);
+  assertEquals(body.result, 15);
+  assertEquals(body.calls.map((c: { tool: string }) => c.tool), [
+    "filesystem:read_file",
+    "filesystem:write_file",
+  ]);
+  assertEquals(ws.read("copy.txt"), "inspected notes");
+  assertEquals(trap.attempts, []);
+});
+
+Deno.test("inspector --cli (stdio): an `ask` write answers approval_required (no elicitation); the approval dies with its session", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["filesystem:write_file"], deny: [] },
+  });
+  const env = { PML_WORKSPACE: ws.dir };
+  const write = await inspector(stdio, {
+    tool: "filesystem__write_file",
+    args: { path: "w.txt", content: "x" },
+  }, { trap, env });
+  assertEquals(write.code, 0, write.out);
+  const pending = (write.json as ToolResult).structuredContent!;
+  assertEquals(pending.status, "approval_required", write.out);
+  assertEquals(pending.options, ["yes", "always", "no"]);
+  assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "nothing written yet");
+
+  // One session per invocation: the next `pml stdio` knows nothing of that workflow.
+  const cont = await inspector(stdio, {
+    tool: "pml__continue",
+    args: { workflow_id: String(pending.workflow_id), decision: "yes" },
+  }, { trap, env });
+  assert((cont.json as ToolResult | undefined)?.isError ?? cont.code !== 0, cont.out);
+  assertStringIncludes(cont.out, String(pending.workflow_id));
+  assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "still not written");
+  assertEquals(trap.attempts, []);
+});
+
+Deno.test("inspector --cli over HTTP (pml serve): tools/list, a read; another session cannot answer this session's approval", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
+  });
+  ws.write("notes.txt", "served notes");
+  await using serve = await spawnServe(ws, { DENO_NO_UPDATE_CHECK: "1" });
+  const target = [serve.url];
+
+  const listed = await inspector(target, { list: true }, { trap });
+  assertEquals(listed.code, 0, listed.out);
+  const names = (listed.json as { tools: ListedTool[] }).tools.map((t) => t.name);
+  assert(names.includes("filesystem__read_file"), names.join(", "));
+
+  const read = await inspector(target, {
+    tool: "filesystem__read_file",
+    args: { path: "notes.txt" },
+  }, { trap });
+  assertEquals(text(read.json as ToolResult), "served notes", read.out);
+
+  const write = await inspector(target, {
+    tool: "filesystem__write_file",
+    args: { path: "w.txt", content: "x" },
+  }, { trap });
+  const pending = (write.json as ToolResult).structuredContent!;
+  assertEquals(pending.status, "approval_required", write.out);
+  // A different session (a new Inspector run) must not be able to approve it (issue 11, item 7).
+  const cont = await inspector(target, {
+    tool: "pml__continue",
+    args: { workflow_id: String(pending.workflow_id), decision: "yes" },
+  }, { trap });
+  assert((cont.json as ToolResult | undefined)?.isError ?? cont.code !== 0, cont.out);
+  assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "not written");
+  assertEquals(trap.attempts, []);
+});
