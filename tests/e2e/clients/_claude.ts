@@ -81,9 +81,9 @@ export async function runClaude(o: ClaudeOptions): Promise<ClaudeRun> {
     "--no-session-persistence",
     "--debug-file",
     debugFile,
-    "--allowedTools",
-    ...(o.allowedTools ?? ["mcp__pml"]),
   ];
+  const allowed = o.allowedTools ?? ["mcp__pml"];
+  if (allowed.length > 0) args.push("--allowedTools", ...allowed);
   if (o.mcpServers) {
     args.push("--strict-mcp-config", "--mcp-config", JSON.stringify({ mcpServers: o.mcpServers }));
   }

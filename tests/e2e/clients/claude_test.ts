@@ -226,6 +226,32 @@ Deno.test("claude -p: the model gets pml's tools as mcp__pml__*, with descriptio
   assertHermetic(api, trap);
 });
 
+Deno.test("claude -p: without --allowedTools, Claude Code's own permission layer refuses pml's tools before pml sees the call", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  ws.write("notes.txt", "x");
+  await using api = startAnthropicApi([
+    { tools: [{ name: "mcp__pml__filesystem__read_file", input: { path: "notes.txt" } }] },
+    { text: "done" },
+  ]);
+  const run = await runClaude({
+    cwd: ws.dir,
+    home: ws.home,
+    api,
+    trap,
+    mcpServers: pmlStdio(ws),
+    allowedTools: [],
+  });
+  assertRanOk(run, api);
+  assertEquals(run.result?.permission_denials?.map((d) => d.tool_name), [
+    "mcp__pml__filesystem__read_file",
+  ]);
+  const result = resultsByTool(api.turns(), 1).get("mcp__pml__filesystem__read_file")!;
+  assert(result.isError, result.text);
+  assert(!run.debug.includes("Calling MCP tool"), "the call never reached pml");
+  assertHermetic(api, trap);
+});
+
 Deno.test("claude -p: pml:execute runs code that calls two local tools", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
