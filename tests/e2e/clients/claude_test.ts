@@ -364,7 +364,7 @@ Deno.test("claude -p: an Elicitation hook answers PML's question in place: yes w
   assertHermetic(api2, trap);
 });
 
-Deno.test("claude mcp list: the .mcp.json of `pml init --client claude` is healthy, without warnings, and claude -p uses it from the project", async () => {
+Deno.test("claude mcp list: the .mcp.json of `pml init --client claude` is healthy once approved, without warnings; claude -p uses it from the project", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace();
   ws.write("notes.txt", "project notes");
@@ -372,13 +372,13 @@ Deno.test("claude mcp list: the .mcp.json of `pml init --client claude` is healt
   assertEquals(init.code, 0, init.out);
   const mcpJson = ws.read(".mcp.json");
   assert(!mcpJson.includes("${workspaceFolder}"), `VS Code syntax in .mcp.json: ${mcpJson}`);
-  await approveProject(ws.home, ws.dir);
   await using api = startAnthropicApi([]);
-  const list = await claudeMcp(["list"], { cwd: ws.dir, home: ws.home, api, trap });
-  assertEquals(list.code, 0, list.out);
-  assertMatch(list.out, /^pml: .*✔ Connected$/m, list.out);
-  assert(!/Missing environment variables|Warning/i.test(list.out), list.out);
+  const where = { cwd: ws.dir, home: ws.home, api, trap };
+  // Interactive use waits for a person to approve the project's servers...
+  const pending = await claudeMcp(["list"], where);
+  assertMatch(pending.out, /^pml: .* - ⏸ Pending approval/m, pending.out);
 
+  // ...print mode starts them without asking (measured; see docs/clients.md), from the project.
   await using api2 = startAnthropicApi([
     { tools: [{ name: "mcp__pml__filesystem__read_file", input: { path: "notes.txt" } }] },
     { text: "done" },
@@ -390,6 +390,13 @@ Deno.test("claude mcp list: the .mcp.json of `pml init --client claude` is healt
     isError: false,
   });
   assertHermetic(api2, trap);
+
+  await approveProject(ws.home, ws.dir);
+  const list = await claudeMcp(["list"], where);
+  assertEquals(list.code, 0, list.out);
+  assertMatch(list.out, /^pml: .* - ✔ Connected$/m, list.out);
+  assert(!/Missing environment variables|Warning/i.test(list.out), list.out);
+  assertEquals(trap.attempts, []);
 });
 
 Deno.test("claude -p over HTTP: `pml serve` as a type http server, a read and an `ask` write approved by the Elicitation hook", async () => {
