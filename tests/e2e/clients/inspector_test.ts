@@ -47,7 +47,7 @@ interface ListedTool {
 async function inspector(
   target: string[],
   method: { list: true } | { tool: string; args?: Record<string, string> },
-  o: { trap: EgressTrap; env?: Record<string, string> },
+  o: { trap: EgressTrap; home: string; env?: Record<string, string> },
 ): Promise<{ code: number; json?: unknown; out: string }> {
   const env = Object.entries(o.env ?? {}).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
   const methodArgs = "list" in method ? ["--method", "tools/list"] : [
@@ -66,7 +66,7 @@ async function inspector(
     cwd: INSPECTOR_CWD,
     env: {
       PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: Deno.makeTempDirSync({ prefix: "pml-inspector-home-" }),
+      HOME: o.home,
       DENO_NO_UPDATE_CHECK: "1",
       ...o.trap.env,
     },
@@ -108,7 +108,7 @@ Deno.test("inspector --cli tools/list (stdio): names, descriptions and real sche
     permissions: { allow: ["filesystem:read_file", "json", "math"], ask: [], deny: [] },
   });
   const env = { PML_WORKSPACE: ws.dir, PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key };
-  const listed = await inspector(stdio, { list: true }, { trap, env });
+  const listed = await inspector(stdio, { list: true }, { trap, home: ws.home, env });
   assertEquals(listed.code, 0, listed.out);
   const tools = new Map((listed.json as { tools: ListedTool[] }).tools.map((t) => [t.name, t]));
   for (const name of ["filesystem__read_file", "pml__execute", "pml__continue", "math__sum"]) {
@@ -141,13 +141,14 @@ Deno.test("inspector --cli tools/call (stdio): a read, a cloud tool with a real 
   const read = await inspector(stdio, {
     tool: "filesystem__read_file",
     args: { path: "notes.txt" },
-  }, { trap, env });
+  }, { trap, home: ws.home, env });
   assertEquals(read.code, 0, read.out);
   assertEquals(text(read.json as ToolResult), "inspected notes");
   assertEquals(cloud.calls().length, 0, "a local read never reaches the cloud");
 
   const sum = await inspector(stdio, { tool: "math__sum", args: { numbers: "[1,2,3.5]" } }, {
     trap,
+    home: ws.home,
     env,
   });
   assertEquals(sum.code, 0, sum.out);
@@ -159,7 +160,11 @@ Deno.test("inspector --cli tools/call (stdio): a read, a cloud tool with a real 
     const t = await mcp.filesystem.read_file({ path: "notes.txt" });
     await mcp.filesystem.write_file({ path: "copy.txt", content: t });
     return t.length;`;
-  const exec = await inspector(stdio, { tool: "pml__execute", args: { code } }, { trap, env });
+  const exec = await inspector(stdio, { tool: "pml__execute", args: { code } }, {
+    trap,
+    home: ws.home,
+    env,
+  });
   assertEquals(exec.code, 0, exec.out);
   const body = JSON.parse(text(exec.json as ToolResult));
   assertEquals(body.status, "success", exec.out);
@@ -181,7 +186,7 @@ Deno.test("inspector --cli (stdio): an `ask` write answers approval_required (no
   const write = await inspector(stdio, {
     tool: "filesystem__write_file",
     args: { path: "w.txt", content: "x" },
-  }, { trap, env });
+  }, { trap, home: ws.home, env });
   assertEquals(write.code, 0, write.out);
   const pending = (write.json as ToolResult).structuredContent!;
   assertEquals(pending.status, "approval_required", write.out);
@@ -192,44 +197,50 @@ Deno.test("inspector --cli (stdio): an `ask` write answers approval_required (no
   const cont = await inspector(stdio, {
     tool: "pml__continue",
     args: { workflow_id: String(pending.workflow_id), decision: "yes" },
-  }, { trap, env });
+  }, { trap, home: ws.home, env });
   assert((cont.json as ToolResult | undefined)?.isError ?? cont.code !== 0, cont.out);
   assertStringIncludes(cont.out, String(pending.workflow_id));
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "still not written");
   assertEquals(trap.attempts, []);
 });
 
-Deno.test("inspector --cli over HTTP (pml serve): tools/list, a read; another session cannot answer this session's approval", async () => {
+Deno.test("inspector --cli over HTTP (pml serve): tools/list and a read", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
-    permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
+    permissions: { allow: ["filesystem:read_file"], ask: [], deny: [] },
   });
   ws.write("notes.txt", "served notes");
   await using serve = await spawnServe(ws, { DENO_NO_UPDATE_CHECK: "1" });
-  const target = [serve.url];
-
-  const listed = await inspector(target, { list: true }, { trap });
+  const listed = await inspector([serve.url], { list: true }, { trap, home: ws.home });
   assertEquals(listed.code, 0, listed.out);
   const names = (listed.json as { tools: ListedTool[] }).tools.map((t) => t.name);
   assert(names.includes("filesystem__read_file"), names.join(", "));
-
-  const read = await inspector(target, {
+  const read = await inspector([serve.url], {
     tool: "filesystem__read_file",
     args: { path: "notes.txt" },
-  }, { trap });
+  }, { trap, home: ws.home });
   assertEquals(text(read.json as ToolResult), "served notes", read.out);
+  assertEquals(trap.attempts, []);
+});
 
-  const write = await inspector(target, {
+Deno.test("inspector --cli over HTTP (pml serve): another session (a later run) cannot answer this session's approval", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["filesystem:write_file"], deny: [] },
+  });
+  await using serve = await spawnServe(ws, { DENO_NO_UPDATE_CHECK: "1" });
+  const write = await inspector([serve.url], {
     tool: "filesystem__write_file",
     args: { path: "w.txt", content: "x" },
-  }, { trap });
+  }, { trap, home: ws.home });
   const pending = (write.json as ToolResult).structuredContent!;
   assertEquals(pending.status, "approval_required", write.out);
-  // A different session (a new Inspector run) must not be able to approve it (issue 11, item 7).
-  const cont = await inspector(target, {
+  // The same server process, a different MCP session: approvals belong to the session asked
+  // (issue 11, item 7).
+  const cont = await inspector([serve.url], {
     tool: "pml__continue",
     args: { workflow_id: String(pending.workflow_id), decision: "yes" },
-  }, { trap });
+  }, { trap, home: ws.home });
   assert((cont.json as ToolResult | undefined)?.isError ?? cont.code !== 0, cont.out);
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "not written");
   assertEquals(trap.attempts, []);
