@@ -226,6 +226,35 @@ Deno.test("claude -p: the model gets pml's tools as mcp__pml__*, with descriptio
   assertHermetic(api, trap);
 });
 
+Deno.test("claude -p: a tool id past 64 characters reaches the model shortened by pml, 74 characters with the mcp__pml__ prefix, and calls back", async () => {
+  await using trap = startEgressTrap();
+  const ns = "reporting_".repeat(3); // 30 characters
+  const action = "summarise_quarterly_sales_by_region_v2"; // 38 characters
+  await using ws = tempWorkspace({
+    permissions: { allow: [ns], ask: [], deny: [] },
+    private_mcps: {
+      [ns]: { type: "deno", code: `export async function ${action}() { return "long name ok"; }` },
+    },
+  });
+  let offered = "";
+  await using api = startAnthropicApi([
+    (req) => {
+      offered = [...pmlTools(req).keys()].find((n) => n.startsWith(`mcp__pml__${ns}`)) ?? "";
+      return offered ? { tools: [{ name: offered, input: {} }] } : { text: "no such tool" };
+    },
+    { text: "done" },
+  ]);
+  const run = await runClaude({ cwd: ws.dir, home: ws.home, api, trap, mcpServers: pmlStdio(ws) });
+  assertRanOk(run, api);
+  assertEquals(offered.length, "mcp__pml__".length + 64, offered);
+  assertMatch(offered.slice("mcp__pml__".length), /^[A-Za-z0-9_-]{64}$/);
+  assertEquals(resultsByTool(api.turns(), 1).get(offered), {
+    text: "long name ok",
+    isError: false,
+  });
+  assertHermetic(api, trap);
+});
+
 Deno.test("claude -p: without --allowedTools, Claude Code's own permission layer refuses pml's tools before pml sees the call", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
