@@ -5,6 +5,7 @@
  * results). Every run has a private HOME and its proxy variables on an egress trap; the tests
  * assert that nothing but loopback was contacted.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   assert,
@@ -13,9 +14,8 @@ import {
   assertStringIncludes,
 } from "../../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../../packages/pml/src/testing/workspace.ts";
-import { Client } from "../../../packages/pml/src/sdk/client.ts";
-import { StreamableHTTPClientTransport } from "../../../packages/pml/src/sdk/http_client.ts";
 import { startCloud } from "../_cloud.ts";
+import { cloudTools } from "./_cloud_tools.ts";
 import { spawnServe } from "../_serve.ts";
 import { PML_BIN } from "../_spawn.ts";
 import {
@@ -46,12 +46,17 @@ function pmlStdio(ws: { dir: string }, env: Record<string, string> = {}) {
   };
 }
 
-/** `pml init --yes <args>` in the workspace, as a user runs it there (no PML_WORKSPACE). */
+/**
+ * `pml init --yes <args>` in the workspace, as a user runs it there (no PML_WORKSPACE). Folders
+ * holding another `pml` are left out of PATH, so the config names this checkout's launcher.
+ */
 async function pmlInit(ws: { dir: string; home: string }, args: string[]) {
+  const path = (Deno.env.get("PATH") ?? "/usr/bin:/bin").split(":")
+    .filter((d) => !existsSync(join(d, "pml"))).join(":");
   const out = await new Deno.Command(PML_BIN, {
     args: ["init", "--yes", ...args],
     cwd: ws.dir,
-    env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, ...NO_DENO_UPDATE },
+    env: { PATH: path, HOME: ws.home, ...NO_DENO_UPDATE },
     clearEnv: true,
     stdin: "null",
   }).output();
@@ -66,7 +71,7 @@ function pmlTools(request: MessagesRequest): Map<string, OfferedTool> {
   );
 }
 
-/** Results of the tool calls of the previous turn, by tool name (the model's own call order). */
+/** What came back, in turn `turn`, of the tool calls the model made in the turn before, by tool name. */
 function resultsByTool(turns: MessagesRequest[], turn: number) {
   const calls = (turns[turn].messages.at(-2)?.content ?? []) as Block[];
   const byId = new Map(toolResults(turns[turn]).map((r) => [r.tool_use_id, r]));
@@ -76,21 +81,6 @@ function resultsByTool(turns: MessagesRequest[], turn: number) {
       return [c.name!, { text: r ? resultText(r) : "", isError: r?.is_error === true }];
     }),
   );
-}
-
-/** The tools pml-server itself lists, asked directly with the SDK client. */
-async function cloudTools(cloud: { url: string; key: string }) {
-  const client = new Client({ name: "e2e-check", version: "1" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${cloud.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${cloud.key}` } },
-    }),
-  );
-  try {
-    return new Map((await client.listTools()).tools.map((t) => [t.name, t]));
-  } finally {
-    await client.close();
-  }
 }
 
 /** Nothing left loopback, and Claude Code needed nothing from the API but `POST /v1/messages`. */

@@ -11,9 +11,8 @@ import {
   assertStringIncludes,
 } from "../../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../../packages/pml/src/testing/workspace.ts";
-import { Client } from "../../../packages/pml/src/sdk/client.ts";
-import { StreamableHTTPClientTransport } from "../../../packages/pml/src/sdk/http_client.ts";
 import { startCloud } from "../_cloud.ts";
+import { cloudTools } from "./_cloud_tools.ts";
 import { spawnServe } from "../_serve.ts";
 import { PML_BIN } from "../_spawn.ts";
 import { ROOT } from "./_claude.ts";
@@ -86,20 +85,6 @@ async function inspector(
 
 const stdio = [PML_BIN, "stdio"];
 const text = (r: ToolResult) => r.content.map((c) => c.text ?? "").join("");
-
-async function cloudTools(cloud: { url: string; key: string }) {
-  const client = new Client({ name: "e2e-check", version: "1" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${cloud.url}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${cloud.key}` } },
-    }),
-  );
-  try {
-    return new Map((await client.listTools()).tools.map((t) => [t.name, t]));
-  } finally {
-    await client.close();
-  }
-}
 
 Deno.test("inspector --cli tools/list (stdio): names, descriptions and real schemas, a cloud tool's as pml-server lists it", async () => {
   await using trap = startEgressTrap();
