@@ -463,7 +463,8 @@ Deno.test("claude mcp list: the http config of `pml init --client claude --trans
   const port = new URL(serve.url).port;
   const init = await pmlInit(ws, ["--client", "claude", "--transport", "http", "--port", port]);
   assertEquals(init.code, 0, init.out);
-  assertEquals(JSON.parse(ws.read(".mcp.json")).mcpServers.pml, { type: "http", url: serve.url });
+  const entry = JSON.parse(ws.read(".mcp.json")).mcpServers.pml;
+  assertEquals([entry.type, entry.url], ["http", serve.url], JSON.stringify(entry));
   await approveProject(ws.home, ws.dir);
   await using api = startAnthropicApi([]);
   const list = await claudeMcp(["list"], { cwd: ws.dir, home: ws.home, api, trap });
