@@ -31,6 +31,8 @@ export function claudeEnv(
     ENABLE_TOOL_SEARCH: "false",
     // Deno's own update check (pml runs on Deno) would resolve a public host.
     DENO_NO_UPDATE_CHECK: "1",
+    // Claude Code's scratch folder (default /tmp/claude-<uid>), removed with HOME.
+    CLAUDE_CODE_TMPDIR: join(home, ".claude-tmp"),
     ...trap.env,
     ...extra,
   };
