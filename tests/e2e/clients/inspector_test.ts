@@ -15,9 +15,9 @@ import { startCloud } from "../_cloud.ts";
 import { cloudTools } from "./_cloud_tools.ts";
 import { spawnServe } from "../_serve.ts";
 import { PML_BIN } from "../_spawn.ts";
-import { ROOT } from "./_claude.ts";
 import { type EgressTrap, startEgressTrap } from "./_egress_trap.ts";
 
+const ROOT = join(import.meta.dirname!, "..", "..", "..");
 const INSPECTOR_BIN = join(ROOT, "node_modules", ".bin", "mcp-inspector-cli");
 /**
  * Inspector CLI 1.0.3 checks `../package.json` relative to its working directory but imports it
@@ -186,6 +186,30 @@ Deno.test("inspector --cli (stdio): an `ask` write answers approval_required (no
   assert((cont.json as ToolResult | undefined)?.isError ?? cont.code !== 0, cont.out);
   assertStringIncludes(cont.out, String(pending.workflow_id));
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "still not written");
+  assertEquals(trap.attempts, []);
+});
+
+Deno.test("inspector --cli (stdio): an unknown tool is one clear error; a denied tool says it is denied by .pml.json, not unknown", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem"], ask: [], deny: ["shell"] },
+  });
+  const env = { PML_WORKSPACE: ws.dir };
+  const unknown = await inspector(stdio, { tool: "nosuch__tool", args: { x: "1" } }, {
+    trap,
+    home: ws.home,
+    env,
+  });
+  assertStringIncludes(unknown.out, '"nosuch__tool"');
+  assert(!/MCP error -\d+: MCP error -\d+/.test(unknown.out), `prefixed twice: ${unknown.out}`);
+
+  const denied = await inspector(stdio, { tool: "shell__exec", args: { command: "ls" } }, {
+    trap,
+    home: ws.home,
+    env,
+  });
+  assertStringIncludes(denied.out, "denied by .pml.json");
+  assert(!denied.out.includes("Unknown tool"), denied.out);
   assertEquals(trap.attempts, []);
 });
 
