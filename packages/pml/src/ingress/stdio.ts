@@ -1,12 +1,13 @@
 import process from "node:process";
-import { StdioServerTransport } from "../sdk/stdio_server.ts";
 import type { JSONRPCMessage } from "../sdk/types.ts";
 import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
+import { LineStdioTransport, MessageTooLargeError } from "./stdio_transport.ts";
 
 /**
  * Serves `gateway` over stdio until stdin closes. Stdout carries JSON-RPC only (everything else
- * goes to stderr); a malformed line is answered with a JSON-RPC error and the server keeps serving.
+ * goes to stderr); a malformed line, or one over the 64 MiB message limit, is answered with a
+ * JSON-RPC error and the server keeps serving.
  * Resolves after the gateway (and every process it started) has been closed.
  */
 export async function serveStdio(
@@ -21,7 +22,7 @@ export async function serveStdio(
   // Anything printed by mistake must not corrupt the protocol stream.
   console.log = console.error;
   console.info = console.error;
-  const transport = new StdioServerTransport(stdin, stdout);
+  const transport = new LineStdioTransport(stdin, stdout);
   const server = createMcpServer(gateway);
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
@@ -34,6 +35,10 @@ export async function serveStdio(
     done();
   };
   server.onerror = (err) => {
+    if (err instanceof MessageTooLargeError) {
+      console.error(`pml: ${err.message}`);
+      return; // the transport has answered it
+    }
     const parseError = err instanceof SyntaxError;
     const invalid = !parseError && (err as { name?: string }).name?.includes("ZodError");
     if (parseError || invalid) {

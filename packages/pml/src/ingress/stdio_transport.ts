@@ -1,0 +1,163 @@
+import process from "node:process";
+import { Buffer } from "node:buffer";
+import type { Transport } from "../sdk/transport.ts";
+import type { JSONRPCMessage } from "../sdk/types.ts";
+import { JSONRPCMessageSchema } from "../sdk/types.ts";
+
+/** Largest JSON-RPC message `pml stdio` reads: 64 MiB (a 12 MB `write_file` fits with room). */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/** How much of an oversized line is kept to find its request id. */
+const ID_PREFIX_BYTES = 4096;
+
+/** Raised through `onerror` (and answered on the wire) when one line exceeds the limit. */
+export class MessageTooLargeError extends Error {
+  constructor(readonly bytes: number, readonly limit: number, readonly id: string | number | null) {
+    super(
+      `Request too large: the message is over ${limit} bytes (${
+        formatMiB(limit)
+      } limit of pml stdio); ` +
+        "it was dropped and the gateway keeps serving",
+    );
+    this.name = "MessageTooLargeError";
+  }
+}
+
+function formatMiB(bytes: number): string {
+  return `${Math.round(bytes / (1024 * 1024))} MiB`;
+}
+
+/**
+ * The request id of a JSON-RPC message from the first bytes of its text, when it is written
+ * before the large part (every client we know writes `jsonrpc`, `id`, `method` first).
+ */
+export function idFromPrefix(prefix: string): string | number | null {
+  const match =
+    /^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"]*"\s*,)*\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/
+      .exec(prefix);
+  if (!match) return null;
+  const raw = match[1];
+  try {
+    return JSON.parse(raw) as string | number;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * MCP stdio server transport: one JSON-RPC message per line on stdin, one per line on stdout.
+ *
+ * Unlike the SDK's `StdioServerTransport` (which closes the transport, and so ends `pml`, when its
+ * 10 MiB buffer fills), a line over `maxMessageBytes` is skipped up to its newline and answered
+ * with a JSON-RPC `-32600` error carrying the request's id when it can be read from the line's
+ * start; the next line is served as usual. Lines are joined once, not re-concatenated per chunk.
+ */
+export class LineStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  #pieces: Buffer[] = [];
+  #pending = 0;
+  #overflow: { bytes: number; prefix: string } | null = null;
+  #started = false;
+  #closed = false;
+
+  constructor(
+    private readonly stdin: NodeJS.ReadableStream = process.stdin,
+    private readonly stdout: NodeJS.WritableStream = process.stdout,
+    readonly maxMessageBytes: number = MAX_MESSAGE_BYTES,
+  ) {}
+
+  #onData = (chunk: Buffer | string) => {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    let start = 0;
+    while (start <= bytes.length) {
+      const nl = bytes.indexOf(10, start);
+      const end = nl < 0 ? bytes.length : nl;
+      this.#take(bytes.subarray(start, end));
+      if (nl < 0) break;
+      this.#endLine();
+      start = nl + 1;
+    }
+  };
+
+  #onError = (error: Error) => this.onerror?.(error);
+
+  #take(part: Buffer): void {
+    if (part.length === 0) return;
+    if (this.#overflow) {
+      this.#overflow.bytes += part.length;
+      return;
+    }
+    if (this.#pending + part.length > this.maxMessageBytes) {
+      const head = Buffer.concat([...this.#pieces, part.subarray(0, ID_PREFIX_BYTES)]);
+      this.#overflow = {
+        bytes: this.#pending + part.length,
+        prefix: head.subarray(0, ID_PREFIX_BYTES).toString("utf8"),
+      };
+      this.#pieces = [];
+      this.#pending = 0;
+      return;
+    }
+    this.#pieces.push(part);
+    this.#pending += part.length;
+  }
+
+  #endLine(): void {
+    if (this.#overflow) {
+      const { bytes, prefix } = this.#overflow;
+      this.#overflow = null;
+      const error = new MessageTooLargeError(bytes, this.maxMessageBytes, idFromPrefix(prefix));
+      this.onerror?.(error);
+      this.send({
+        jsonrpc: "2.0",
+        id: error.id,
+        error: { code: -32600, message: error.message },
+      } as unknown as JSONRPCMessage).catch(() => {});
+      return;
+    }
+    const line = this.#pieces.length === 1
+      ? this.#pieces[0]
+      : Buffer.concat(this.#pieces, this.#pending);
+    this.#pieces = [];
+    this.#pending = 0;
+    const text = line.toString("utf8").replace(/\r$/, "");
+    if (text.trim() === "") return;
+    let message: JSONRPCMessage;
+    try {
+      message = JSONRPCMessageSchema.parse(JSON.parse(text)) as JSONRPCMessage;
+    } catch (error) {
+      this.onerror?.(error as Error);
+      return;
+    }
+    this.onmessage?.(message);
+  }
+
+  start(): Promise<void> {
+    if (this.#started) throw new Error("LineStdioTransport already started");
+    this.#started = true;
+    this.stdin.on("data", this.#onData);
+    this.stdin.on("error", this.#onError);
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    this.stdin.off("data", this.#onData);
+    this.stdin.off("error", this.#onError);
+    if (this.stdin.listenerCount("data") === 0) this.stdin.pause();
+    this.#pieces = [];
+    this.#pending = 0;
+    this.onclose?.();
+    return Promise.resolve();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.stdout.write(JSON.stringify(message) + "\n")) resolve();
+      else this.stdout.once("drain", () => resolve());
+    });
+  }
+}
