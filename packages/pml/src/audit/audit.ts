@@ -4,6 +4,7 @@ import { join } from "node:path";
 export type AuditEvent =
   | "permission_denied"
   | "path_blocked"
+  | "control_file_blocked"
   | "sandbox_violation"
   | "integrity"
   | "import_blocked";

@@ -1,5 +1,6 @@
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { PmlError } from "../../errors.ts";
+import { controlPathHit, sameFileAsControl } from "../../config/control_files.ts";
 
 /** Roots a local tool may touch: the workspace plus the extra grants of `.pml.json`. */
 export interface PathRoots {
@@ -10,7 +11,8 @@ export interface PathRoots {
 
 function inside(path: string, root: string): boolean {
   const rel = relative(root, path);
-  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel) && !rel.startsWith(sep));
+  // `..foo` is a name inside the root; only `..` itself or `../…` leave it.
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
 /**
@@ -65,11 +67,30 @@ export function confinePath(input: unknown, access: "read" | "write", roots: Pat
   const absolute = resolve(roots.workspace, input);
   const real = realPathForAccess(absolute);
   const grants = access === "read" ? [...roots.read, ...roots.write] : roots.write;
-  if (inside(real, roots.workspace) || grants.some((g) => inside(real, g))) return real;
+  if (inside(real, roots.workspace) || grants.some((g) => inside(real, g))) {
+    if (access === "write") refuseControlFile(input, real, roots.workspace);
+    return real;
+  }
   const via = real !== absolute ? ` (it resolves to "${real}")` : "";
   throw new PmlError(
     "PATH_OUTSIDE_WORKSPACE",
     `Cannot ${verb} "${input}": path is outside the workspace "${roots.workspace}"${via}`,
     { details: { path: input, resolved: real } },
+  );
+}
+
+/**
+ * Refuses a write that would change one of PML's control files (`.pml.json`, `.pml/`, `.mcp.json`,
+ * the client configs): the path itself, a folder holding one, or a hard link to one.
+ */
+function refuseControlFile(input: string, real: string, workspace: string): void {
+  const hit = controlPathHit(real, workspace) ?? sameFileAsControl(real, workspace);
+  if (hit === undefined) return;
+  const how = hit === real ? "it is" : "it would change";
+  throw new PmlError(
+    "CONTROL_FILE",
+    `Cannot write "${input}": ${how} PML's control file "${relative(workspace, hit)}", which ` +
+      "only you (or pml on your decision) may change; edit it by hand",
+    { details: { path: input, resolved: real, control: relative(workspace, hit) } },
   );
 }

@@ -57,3 +57,57 @@ Deno.test("confinePath: bad input is a TypeError", () => {
   assertThrows(() => confinePath(42, "read", roots), TypeError);
   assertThrows(() => confinePath("a\0b", "read", roots), TypeError, "NUL");
 });
+
+Deno.test("confinePath: a name starting with two dots inside the workspace is not outside", async () => {
+  await using ws = tempWorkspace();
+  const roots = { workspace: ws.dir, read: [], write: [] };
+  ws.write("..foo", "x");
+  ws.write("dir/..bar/y.txt", "y");
+  assertEquals(confinePath("..foo", "read", roots), join(ws.dir, "..foo"));
+  assertEquals(confinePath("..foo", "write", roots), join(ws.dir, "..foo"));
+  assertEquals(confinePath("dir/..bar/y.txt", "read", roots), join(ws.dir, "dir/..bar/y.txt"));
+  assertThrows(() => confinePath("..", "read", roots), PmlError, "outside the workspace");
+});
+
+Deno.test("confinePath: control files are readable but never writable, by any spelling", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["*"] } });
+  const roots = { workspace: ws.dir, read: [], write: [] };
+  ws.write(".pml/mcp.lock", "{}");
+  ws.write(".mcp.json", "{}");
+  ws.write(".vscode/mcp.json", "{}");
+  ws.write(".vscode/settings.json", "{}");
+  Deno.symlinkSync(join(ws.dir, ".pml.json"), join(ws.dir, "innocent.json"));
+  Deno.symlinkSync(join(ws.dir, ".pml"), join(ws.dir, "state"));
+  Deno.linkSync(join(ws.dir, ".mcp.json"), join(ws.dir, "hardlink.json"));
+  assertEquals(confinePath(".pml.json", "read", roots), join(ws.dir, ".pml.json"));
+  for (
+    const p of [
+      ".pml.json",
+      "./.pml.json",
+      "src/../.pml.json",
+      join(ws.dir, ".pml.json"),
+      ".pml",
+      ".pml/",
+      ".pml/mcp.lock",
+      ".pml/audit.log",
+      ".pml/new-file",
+      ".mcp.json",
+      ".vscode/mcp.json",
+      ".vscode",
+      ".cursor/mcp.json",
+      ".gemini/settings.json",
+      ".codex/config.toml",
+      ".",
+      "innocent.json",
+      "state/mcp.lock",
+      "hardlink.json",
+    ]
+  ) {
+    assertThrows(() => confinePath(p, "write", roots), PmlError, "control file", p);
+  }
+  assertEquals(
+    confinePath(".vscode/settings.json", "write", roots),
+    join(ws.dir, ".vscode/settings.json"),
+  );
+  assertEquals(confinePath(".pml.json.txt", "write", roots), join(ws.dir, ".pml.json.txt"));
+});

@@ -161,6 +161,8 @@ export class StdTarget implements Target {
     } catch (err) {
       if (isPmlError(err, "PATH_OUTSIDE_WORKSPACE")) {
         await this.#audit.write("path_blocked", { tool: call.toolId, ...err.details });
+      } else if (isPmlError(err, "CONTROL_FILE")) {
+        await this.#audit.write("control_file_blocked", { tool: call.toolId, ...err.details });
       }
       return errorResult(err instanceof Error ? err.message : String(err));
     }
