@@ -85,6 +85,8 @@ export class RegistryLoader {
   readonly #d: RegistryLoaderDeps;
   readonly #now: () => number;
   readonly #memory = new Map<string, { module: LoadedModule; until: number }>();
+  /** Digests whose cached copy was found changed on disk (and removed) in this session. */
+  readonly #tampered = new Map<string, PmlError>();
 
   constructor(deps: RegistryLoaderDeps) {
     this.#d = deps;
@@ -222,13 +224,21 @@ export class RegistryLoader {
   }
 
   async #cachedOrNull(hex: string): Promise<Uint8Array | undefined> {
+    return (await this.#cachedOrTampered(hex)).bytes;
+  }
+
+  /** The cached bytes, or why there are none: a tampered copy is audited, removed and named. */
+  async #cachedOrTampered(hex: string): Promise<{ bytes?: Uint8Array; tampered?: PmlError }> {
     try {
-      return await this.#d.cache.get(hex);
+      const bytes = await this.#d.cache.get(hex);
+      // The tampered copy was removed when first read; remember why it is missing.
+      return bytes ? { bytes } : { tampered: this.#tampered.get(hex) };
     } catch (err) {
       if (err instanceof PmlError && err.code === "CACHE_TAMPERED") {
         await this.#d.audit.write("integrity", { event: "cache_tampered", message: err.message });
         this.#d.warn(`pml: warning: ${err.message}`);
-        return undefined;
+        this.#tampered.set(hex, err);
+        return { tampered: err };
       }
       throw err;
     }
@@ -242,7 +252,15 @@ export class RegistryLoader {
   ): Promise<Fetched> {
     const entry = name ? lock.get(name) : undefined;
     const hex = entry && integrityToHex(entry.integrity);
-    const bytes = hex ? await this.#cachedOrNull(hex) : undefined;
+    const { bytes, tampered } = hex ? await this.#cachedOrTampered(hex) : {};
+    if (tampered) {
+      throw new PmlError(
+        "CACHE_TAMPERED",
+        `Cannot load "${toolId}": the registry is unreachable (${cause.message}) and the cached copy of "${entry?.fqdn}" was changed on disk (${tampered.message}). ` +
+          `It was not run. Reconnect to the registry and call the tool again: the pinned version will be fetched and checked against .pml/mcp.lock`,
+        { cause: tampered, details: tampered.details },
+      );
+    }
     if (!name || !entry || !hex || !bytes) {
       throw new PmlError(
         cause.code,

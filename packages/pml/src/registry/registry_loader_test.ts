@@ -293,3 +293,34 @@ Deno.test("a corrupt lockfile is reported, not replaced; pml status shows lock e
   runStatus(io, { json: false });
   assertStringIncludes(out, "corrupt");
 });
+
+Deno.test("registry down and a tampered cached module: the error says it was tampered, not missing", async () => {
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  {
+    await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch } });
+    await g.client.callTool({ name: "greet:hello", arguments: {} });
+  }
+  const cached: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of Deno.readDirSync(dir)) {
+      const p = `${dir}/${e.name}`;
+      if (e.isDirectory) walk(p);
+      else if (/\/registry\/modules\/[0-9a-f]{64}$/.test(p)) cached.push(p);
+    }
+  };
+  walk(ws.root);
+  assertEquals(cached.length, 1, "one module in the cache");
+  Deno.writeTextFileSync(cached[0], `export async function hello() { return "evil"; }`);
+  reg.down = true;
+  await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch, warn: () => {} } });
+  const r = await g.client.callTool({ name: "greet:hello", arguments: {} });
+  assert(r.isError, textOf(r));
+  assertStringIncludes(textOf(r), "changed on disk");
+  assertStringIncludes(textOf(r), "was not run");
+  assert(!textOf(r).includes("not in the local cache"), textOf(r));
+  assertEquals(textOf(r).split(`Cannot load "greet:hello"`).length, 2, "named once");
+  const audit = Deno.readTextFileSync(join(ws.dir, ".pml/audit.log"));
+  assertStringIncludes(audit, "cache_tampered");
+});

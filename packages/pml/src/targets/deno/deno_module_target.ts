@@ -107,7 +107,13 @@ export class DenoModuleTarget implements Target {
     try {
       outcome = await this.stack.loader.load(call.toolId);
     } catch (err) {
-      return errorResult(`Cannot load "${call.toolId}": ${errorMessage(err)}`, codeOf(err));
+      const message = errorMessage(err);
+      // Loader errors already name the tool; say it once.
+      const prefix = `Cannot load "${call.toolId}"`;
+      return errorResult(
+        message.startsWith(prefix) ? message : `${prefix}: ${message}`,
+        codeOf(err),
+      );
     }
     if (outcome.kind === "ready") return await this.#withApprovalMode(call, ctx, outcome.module);
     const changes = outcome.changes;
