@@ -92,7 +92,7 @@ export class ChildTransport implements Transport {
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (!this.#writer || this.#exit) {
-      return Promise.reject(new Error(`${this.spec.server} is not running`));
+      return Promise.reject(new NotDeliveredError(`the ${this.spec.server} server is not running`));
     }
     this.#queue.push(serializeMessage(message));
     this.#flushing ??= this.#flush().finally(() => (this.#flushing = undefined));
@@ -103,7 +103,12 @@ export class ChildTransport implements Transport {
     while (this.#queue.length) {
       const text = this.#queue.join("");
       this.#queue = [];
-      await this.#writer!.write(encoder.encode(text));
+      try {
+        await this.#writer!.write(encoder.encode(text));
+      } catch (err) {
+        // The process went away before reading it (a broken pipe): nothing was delivered.
+        throw new NotDeliveredError(`the ${this.spec.server} server went away`, { cause: err });
+      }
     }
   }
 
@@ -161,5 +166,13 @@ export class ChildTransport implements Transport {
         }
       }
     } catch { /* process gone */ }
+  }
+}
+
+/** A message that never reached the server (its process had exited): safe to send again. */
+export class NotDeliveredError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "NotDeliveredError";
   }
 }

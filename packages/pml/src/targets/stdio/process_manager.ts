@@ -83,12 +83,35 @@ export class StdioProcessManager {
     opts: ServerCallOptions,
   ): Promise<CallToolResult> {
     const slot = this.#slot(spec.server);
+    try {
+      return await this.#callOnce(slot, spec, toolId, action, args, opts);
+    } catch (err) {
+      // The process had died before the request reached it (killed between calls, exit not yet
+      // seen): nothing ran, so one retry on a fresh process is safe.
+      if (!(err instanceof PmlError && err.code === "DEPENDENCY_GONE")) throw err;
+      return await this.#callOnce(slot, spec, toolId, action, args, opts);
+    }
+  }
+
+  async #callOnce(
+    slot: Slot,
+    spec: LaunchSpec,
+    toolId: string,
+    action: string,
+    args: Record<string, unknown>,
+    opts: ServerCallOptions,
+  ): Promise<CallToolResult> {
     const proc = await this.#acquire(slot, spec);
     this.#clock.clearTimeout(slot.idleTimer);
     try {
       const result = await proc.call(toolId, action, args, opts);
       slot.crashes = 0;
       return result;
+    } catch (err) {
+      if (err instanceof PmlError && err.code === "DEPENDENCY_GONE" && slot.proc === proc) {
+        slot.proc = undefined; // do not hand the dead process to the retry
+      }
+      throw err;
     } finally {
       if (proc.inFlight === 0 && slot.proc === proc) this.#armIdle(slot, proc);
     }

@@ -2,7 +2,7 @@ import { Client } from "../../sdk/client.ts";
 import { type CallToolResult, ErrorCode, McpError } from "../../sdk/types.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
-import { ChildTransport, type ExitInfo } from "./child_transport.ts";
+import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
 
 /** Options of one call to a running server. */
 export interface ServerCallOptions {
@@ -90,6 +90,12 @@ export class ServerProcess {
     args: Record<string, unknown>,
     opts: ServerCallOptions,
   ): Promise<CallToolResult> {
+    if (!this.alive) {
+      throw new PmlError(
+        "DEPENDENCY_GONE",
+        `"${toolId}" was not sent: the ${this.spec.server} server had exited; it will be restarted`,
+      );
+    }
     this.#inFlight++;
     try {
       return await this.#client.callTool({ name: action, arguments: args }, undefined, {
@@ -98,6 +104,14 @@ export class ServerProcess {
         onprogress: opts.onprogress,
       }) as CallToolResult;
     } catch (err) {
+      if (err instanceof NotDeliveredError) {
+        await this.#settled();
+        throw new PmlError(
+          "DEPENDENCY_GONE",
+          `"${toolId}" was not sent: ${err.message}; it will be restarted`,
+          { cause: err },
+        );
+      }
       const closed = err instanceof McpError && err.code === ErrorCode.ConnectionClosed;
       const exit = this.#transport.exit ?? (closed ? await this.#settled() : undefined);
       if (exit && !exit.requested) {

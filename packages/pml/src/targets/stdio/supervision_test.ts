@@ -182,3 +182,32 @@ Deno.test("pid file: groups left by a dead pml are killed at the next start; a l
     }
   }
 });
+
+Deno.test("a child killed between calls: the call racing the kill fails clearly or succeeds; the one after always works", async () => {
+  await using ws = tempWorkspace(ALLOW);
+  await using g = await gatewayFor(ws, { stdio: { installer }, elicit: () => "yes" });
+  const first = await g.client.callTool({ name: "everything:echo", arguments: { message: "0" } });
+  assert(!first.isError, textOf(first));
+  for (let round = 1; round <= 10; round++) {
+    const pids = pidsWith(ws.dir);
+    assertEquals(pids.length, 1);
+    Deno.kill(pids[0], "SIGKILL"); // and call again at once, before the exit is reaped
+    const racing = await g.client.callTool({
+      name: "everything:echo",
+      arguments: { message: `racing ${round}` },
+    });
+    if (racing.isError) {
+      assertStringIncludes(textOf(racing), "the everything server");
+      assertStringIncludes(textOf(racing), "restarted");
+    } else {
+      assertStringIncludes(textOf(racing), `racing ${round}`);
+    }
+    assert(!/^broken pipe/i.test(textOf(racing)), textOf(racing));
+    const next = await g.client.callTool({
+      name: "everything:echo",
+      arguments: { message: `round ${round}` },
+    });
+    assert(!next.isError, `round ${round}: ${textOf(next)}`);
+    assertStringIncludes(textOf(next), `round ${round}`);
+  }
+});
