@@ -82,13 +82,14 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
         },
       },
     };
-    return await deps.approvals.ask(paused, async (decision) => {
+    return await deps.approvals.ask(paused, async (decision, by) => {
       if (decision === "no") {
         const tool = request.context.tool ?? request.type;
-        await deps.audit?.write("permission_denied", { tool, by: "user", via: "pml:execute" });
+        await deps.audit?.write("permission_denied", { tool, by, via: "pml:execute" });
+        const who = by === "user" ? "the user refused" : "pml:continue refused";
         return failureResult(
           "PERMISSION_DENIED",
-          `pml:execute stopped: the user refused ${request.description.replace(/\?$/, "")}`,
+          `pml:execute stopped: ${who} ${request.description.replace(/\?$/, "")}`,
         );
       }
       return await execute(
@@ -97,9 +98,9 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
           journal: new Journal(attempt.journal.entries),
           approved: { index, request, decision },
         },
-        {},
+        { session: channel.session },
       );
-    });
+    }, { session: channel.session });
   };
 
   return {

@@ -1,7 +1,12 @@
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
 import type { CallChannel } from "../gateway/gateway.ts";
 import { isToolId } from "../gateway/names.ts";
-import type { ApprovalDecision, ApprovalRequest, Elicit } from "../permission/approvals.ts";
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type Elicit,
+  ElicitationUnanswered,
+} from "../permission/approvals.ts";
 import type { Routing } from "../routing/routing.ts";
 import { SandboxError, type SandboxProcess } from "../sandbox/sandbox_process.ts";
 import type { CallToolResult } from "../sdk/types.ts";
@@ -131,6 +136,10 @@ export async function runAttempt(
       rpcTimer?.pause();
       try {
         return await channel.elicit(request);
+      } catch (err) {
+        // Nobody decided (cancel, error, no answer): pause as if the client could not elicit.
+        if (err instanceof ElicitationUnanswered) throw (paused = new ApprovalPause(request));
+        throw err;
       } finally {
         deadline.resume();
         rpcTimer?.resume();

@@ -60,7 +60,17 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     now: opts.now,
     ...opts.registry,
   });
-  const approvals = new Approvals({ ttlMs: opts.approvalTtlMs, now: opts.now });
+  const approvals = new Approvals({
+    ttlMs: opts.approvalTtlMs,
+    now: opts.now,
+    onUnanswered: (request, err) =>
+      audit.write("elicitation_unanswered", {
+        tool: request.context.tool,
+        approval_type: request.type,
+        elicitation: err.how,
+        fallback: "approval_required",
+      }),
+  });
   const execute = createExecute({
     gateway: () => gateway,
     routing,

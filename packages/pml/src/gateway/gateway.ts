@@ -1,7 +1,7 @@
 import type { CallToolResult, Tool } from "../sdk/types.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import { errorMessage, PmlError } from "../errors.ts";
-import type { ApprovalDecision, Approvals, Elicit } from "../permission/approvals.ts";
+import type { ApprovalDecision, Approvals, DecidedBy, Elicit } from "../permission/approvals.ts";
 import { namedNamespaces } from "../permission/patterns.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingResolver } from "../routing/routing.ts";
@@ -13,7 +13,7 @@ import {
   type ToolCall,
   type ToolInfo,
 } from "../targets/target.ts";
-import { exposedName, isToolId } from "./names.ts";
+import { exposedName, idOfExposedName, isToolId } from "./names.ts";
 
 /** How the current request can reach the human and the client. */
 export interface CallChannel {
@@ -21,6 +21,8 @@ export interface CallChannel {
   readonly elicit?: Elicit;
   readonly progress?: (progress: number, total?: number, message?: string) => Promise<void>;
   readonly signal?: AbortSignal;
+  /** The MCP session of the request (`pml serve`); approvals belong to it. */
+  readonly session?: string;
 }
 
 /** A tool of PML itself (`pml:continue`, `pml:execute`, `pml:search`): not subject to permissions. */
@@ -71,7 +73,7 @@ export class Gateway {
         },
         required: ["workflow_id", "decision"],
       },
-      run: (args) => this.#continue(args),
+      run: (args, channel) => this.#continue(args, channel),
     };
     for (const m of [cont, ...(deps.metaTools ?? [])]) this.#meta.set(m.id, m);
   }
@@ -113,17 +115,27 @@ export class Gateway {
     return tools;
   }
 
-  /** Maps an exposed name or a tool id to the tool id. */
+  /**
+   * Maps an exposed name or a tool id to the tool id. A name that `tools/list` did not show (a
+   * tool the permissions do not name, or a denied one) is read back as `ns__action` → `ns:action`,
+   * so that it meets its permission ("unmatched → ask", "denied by .pml.json") like its tool id.
+   */
   async resolveName(name: string): Promise<string | undefined> {
     if (this.#meta.has(name) || isToolId(name)) return name;
     if (!this.#names.has(name)) await this.listTools();
-    return this.#names.get(name);
+    return this.#names.get(name) ?? idOfExposedName(name);
   }
 
   /** `tools/call`: the whole pipeline for a name from the client. */
   async callTool(name: string, args: unknown, channel: CallChannel = {}): Promise<CallToolResult> {
     const toolId = await this.resolveName(name);
-    if (!toolId) throw new PmlError("UNKNOWN_TOOL", `Unknown tool "${name}"`);
+    if (!toolId || (!this.#meta.has(toolId) && !(await this.#targetFor(toolId)))) {
+      const id = toolId && toolId !== name ? ` (tool id "${toolId}")` : "";
+      throw new PmlError(
+        "UNKNOWN_TOOL",
+        `Unknown tool "${name}"${id}: no MCP of this workspace provides it; see tools/list`,
+      );
+    }
     return await this.runTool(toolId, args, channel);
   }
 
@@ -150,19 +162,24 @@ export class Gateway {
         description: `Allow "${toolId}" to run?`,
         context: { tool: toolId, arguments: args, routing: this.#deps.routing.routeOf(toolId) },
       },
-      (d) => this.#afterApproval(d, toolId, run),
-      channel.elicit,
+      (d, by) => this.#afterApproval(d, by, toolId, run),
+      { elicit: channel.elicit, session: channel.session },
     );
   }
 
   async #afterApproval(
     decision: ApprovalDecision,
+    by: DecidedBy,
     toolId: string,
     run: () => Promise<CallToolResult>,
   ): Promise<CallToolResult> {
     if (decision === "no") {
-      await this.#deps.audit.write("permission_denied", { tool: toolId, by: "user" });
-      return errorResult(`Permission denied: the user refused "${toolId}"`);
+      await this.#deps.audit.write("permission_denied", { tool: toolId, by });
+      return errorResult(
+        by === "user"
+          ? `Permission denied: the user refused "${toolId}"`
+          : `Permission denied: "${toolId}" was refused with pml:continue (decision "no")`,
+      );
     }
     if (decision === "always") await this.#deps.permissions.allowAlways(toolId);
     return await run();
@@ -191,7 +208,11 @@ export class Gateway {
         callTool: (id, a) => this.#nested(id, a, channel),
         progress: channel.progress,
         signal: channel.signal,
-        ask: (request, resume) => this.#deps.approvals.ask(request, resume, channel.elicit),
+        ask: (request, resume) =>
+          this.#deps.approvals.ask(request, resume, {
+            elicit: channel.elicit,
+            session: channel.session,
+          }),
       });
     } catch (err) {
       return errorResult(`"${toolId}" failed: ${errorMessage(err)}`);
@@ -214,7 +235,7 @@ export class Gateway {
     return fromCallToolResult(result);
   }
 
-  async #continue(args: Record<string, unknown>): Promise<CallToolResult> {
+  async #continue(args: Record<string, unknown>, channel: CallChannel): Promise<CallToolResult> {
     const id = args.workflow_id;
     const decision = args.decision;
     if (typeof id !== "string" || !["yes", "always", "no"].includes(decision as string)) {
@@ -223,7 +244,11 @@ export class Gateway {
       );
     }
     try {
-      return await this.#deps.approvals.continue(id, decision as ApprovalDecision);
+      return await this.#deps.approvals.continue(
+        id,
+        decision as ApprovalDecision,
+        channel.session,
+      );
     } catch (err) {
       return errorResult(errorMessage(err));
     }

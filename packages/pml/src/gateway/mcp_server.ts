@@ -6,9 +6,16 @@ import {
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  type Request,
 } from "../sdk/types.ts";
 import { isPmlError } from "../errors.ts";
-import { type ApprovalDecision, DECISION_SCHEMA, type Elicit } from "../permission/approvals.ts";
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  DECISION_SCHEMA,
+  type Elicit,
+  ElicitationUnanswered,
+} from "../permission/approvals.ts";
 import type { CallChannel, Gateway } from "./gateway.ts";
 
 /** Package version, reported in `initialize`. */
@@ -17,6 +24,54 @@ export const PML_VERSION = "0.1.0";
 const INSTRUCTIONS = "PML routes each tool call to local execution (your files, sandboxed to the " +
   "workspace) or to the PML server. Some calls need approval: when a result has " +
   '"status":"approval_required", ask the user and answer with pml__continue.';
+
+/**
+ * How long PML waits for the human to answer an elicitation before it falls back to
+ * `approval_required`. Headless clients that declare elicitation but never answer it would
+ * otherwise hold the call; agents' own tool-call timeouts are often one minute (Codex: 60 s).
+ */
+export const ELICITATION_TIMEOUT_MS = 45_000;
+
+const DECISIONS: readonly string[] = ["yes", "always", "no"];
+
+/**
+ * Asks one approval by `elicitation/create`. `accept` with a decision → that decision; `decline`
+ * → `no` (the human refused); `cancel`, a failed request, no answer within
+ * {@link ELICITATION_TIMEOUT_MS}, or an `accept` without a valid decision → {@link
+ * ElicitationUnanswered}: nobody decided, and the approval falls back to `approval_required`.
+ */
+async function elicitDecision(
+  req: ApprovalRequest,
+  sendRequest: (
+    request: Request,
+    schema: typeof ElicitResultSchema,
+    options: { timeout: number },
+  ) => Promise<{ action: string; content?: Record<string, unknown> }>,
+): Promise<ApprovalDecision> {
+  let answer: { action: string; content?: Record<string, unknown> };
+  try {
+    answer = await sendRequest(
+      {
+        method: "elicitation/create",
+        params: { message: req.description, requestedSchema: DECISION_SCHEMA },
+      },
+      ElicitResultSchema,
+      { timeout: ELICITATION_TIMEOUT_MS },
+    );
+  } catch (err) {
+    const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
+    throw new ElicitationUnanswered(timedOut ? "timeout" : "error", (err as Error).message);
+  }
+  if (answer.action === "decline") return "no";
+  const decision = answer.content?.decision;
+  if (answer.action === "accept" && DECISIONS.includes(decision as string)) {
+    return decision as ApprovalDecision;
+  }
+  throw new ElicitationUnanswered(
+    answer.action === "accept" ? "error" : "cancel",
+    answer.action === "accept" ? `accepted without a decision` : undefined,
+  );
+}
 
 /**
  * The MCP face of a {@link Gateway}: an SDK `Server` with `tools/list` and `tools/call`. One per
@@ -37,25 +92,13 @@ export function createMcpServer(gateway: Gateway): Server {
     CallToolRequestSchema,
     async (request, extra): Promise<CallToolResult> => {
       const elicit: Elicit | undefined = server.getClientCapabilities()?.elicitation
-        ? async (req) => {
-          const answer = await extra.sendRequest(
-            {
-              method: "elicitation/create",
-              params: { message: req.description, requestedSchema: DECISION_SCHEMA },
-            },
-            ElicitResultSchema,
-            { timeout: 10 * 60 * 1000 },
-          );
-          const decision = answer.action === "accept" ? answer.content?.decision : "no";
-          return (["yes", "always", "no"].includes(decision as string)
-            ? decision
-            : "no") as ApprovalDecision;
-        }
+        ? (req) => elicitDecision(req, extra.sendRequest)
         : undefined;
       const token = request.params._meta?.progressToken;
       const channel: CallChannel = {
         elicit,
         signal: extra.signal,
+        session: extra.sessionId,
         progress: token === undefined
           ? undefined
           : (progress, total, message) =>
@@ -68,10 +111,9 @@ export function createMcpServer(gateway: Gateway): Server {
         return await gateway.callTool(request.params.name, request.params.arguments, channel);
       } catch (err) {
         if (isPmlError(err, "UNKNOWN_TOOL")) {
-          throw new McpError(
-            ErrorCode.InvalidParams,
-            err.message,
-          );
+          // Not an McpError: its constructor prefixes "MCP error -32602: " to the message, and the
+          // client prefixes it again when it turns the JSON-RPC error into its own McpError.
+          throw Object.assign(new Error(err.message), { code: ErrorCode.InvalidParams });
         }
         throw err;
       }

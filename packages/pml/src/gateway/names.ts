@@ -22,3 +22,15 @@ export function exposedName(toolId: string): string {
 export function isToolId(value: string): boolean {
   return /^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$/.test(value);
 }
+
+/**
+ * The tool id an unshortened exposed name stands for (`json__parse` → `json:parse`), or
+ * `undefined` when the name has no `__`. Shortened names (with a hash) only resolve through the
+ * tool list.
+ */
+export function idOfExposedName(name: string): string | undefined {
+  const at = name.indexOf("__");
+  if (at <= 0 || at + 2 >= name.length) return undefined;
+  const id = `${name.slice(0, at)}:${name.slice(at + 2)}`;
+  return isToolId(id) ? id : undefined;
+}

@@ -13,8 +13,33 @@ export interface ApprovalRequest {
   readonly context: Record<string, unknown>;
 }
 
-/** Asks through MCP elicitation; resolves to the decision (declined or cancelled → `no`). */
+/**
+ * Asks through MCP elicitation; resolves to the human's decision (`decline` → `no`). When nobody
+ * decided (the client answered `cancel`, the request failed, or no answer came in time) it throws
+ * {@link ElicitationUnanswered}, and the approval falls back to `approval_required` (DESIGN §12).
+ */
 export type Elicit = (request: ApprovalRequest) => Promise<ApprovalDecision>;
+
+/** How an elicitation ended without a decision. */
+export type Unanswered = "cancel" | "error" | "timeout";
+
+/** Thrown by an {@link Elicit} when the human did not decide: not a refusal. */
+export class ElicitationUnanswered extends Error {
+  constructor(readonly how: Unanswered, detail?: string) {
+    super(`The elicitation ended without a decision (${how}${detail ? `: ${detail}` : ""})`);
+    this.name = "ElicitationUnanswered";
+  }
+}
+
+/** Who gave a decision: the human through elicitation, or the agent through `pml:continue`. */
+export type DecidedBy = "user" | "agent";
+
+/** The channel an approval is asked through. */
+export interface AskVia {
+  readonly elicit?: Elicit;
+  /** The MCP session that was asked (`pml serve`); only it may answer with `pml:continue`. */
+  readonly session?: string;
+}
 
 /** The result shape an agent answers with `pml:continue` (DESIGN §5). */
 export interface ApprovalRequired {
@@ -27,12 +52,13 @@ export interface ApprovalRequired {
 }
 
 /** Turns the decision into the call's result (runs the approved call, or explains the refusal). */
-export type Resume = (decision: ApprovalDecision) => Promise<CallToolResult>;
+export type Resume = (decision: ApprovalDecision, by: DecidedBy) => Promise<CallToolResult>;
 
 interface Pending {
   readonly request: ApprovalRequest;
   readonly resume: Resume;
   readonly expiresAt: number;
+  readonly session?: string;
 }
 
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60 * 1000;
@@ -47,17 +73,51 @@ export class Approvals {
   readonly #ttlMs: number;
   readonly #now: () => number;
 
-  constructor(opts: { ttlMs?: number; now?: () => number } = {}) {
+  readonly #onUnanswered?: (
+    request: ApprovalRequest,
+    error: ElicitationUnanswered,
+  ) => Promise<void> | void;
+
+  constructor(
+    opts: {
+      ttlMs?: number;
+      now?: () => number;
+      /** Told when an elicitation ended without a decision (for the audit log). */
+      onUnanswered?: (
+        request: ApprovalRequest,
+        error: ElicitationUnanswered,
+      ) => Promise<void> | void;
+    } = {},
+  ) {
     this.#ttlMs = opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
     this.#now = opts.now ?? Date.now;
+    this.#onUnanswered = opts.onUnanswered;
   }
 
-  /** Asks `request`; `resume` produces the result once the human has decided. */
-  async ask(request: ApprovalRequest, resume: Resume, elicit?: Elicit): Promise<CallToolResult> {
-    if (elicit) return await resume(await elicit(request));
+  /**
+   * Asks `request`; `resume` produces the result once someone has decided. With `via.elicit` the
+   * human is asked inside the call; when that ends without a decision (or there is no elicitation),
+   * the call returns `approval_required` and waits for `pml:continue` from `via.session`.
+   */
+  async ask(request: ApprovalRequest, resume: Resume, via: AskVia = {}): Promise<CallToolResult> {
+    if (via.elicit) {
+      let decision: ApprovalDecision | undefined;
+      try {
+        decision = await via.elicit(request);
+      } catch (err) {
+        if (!(err instanceof ElicitationUnanswered)) throw err;
+        await this.#onUnanswered?.(request, err);
+      }
+      if (decision) return await resume(decision, "user");
+    }
     this.#sweep();
     const workflowId = crypto.randomUUID();
-    this.#pending.set(workflowId, { request, resume, expiresAt: this.#now() + this.#ttlMs });
+    this.#pending.set(workflowId, {
+      request,
+      resume,
+      expiresAt: this.#now() + this.#ttlMs,
+      session: via.session,
+    });
     const body: ApprovalRequired = {
       status: "approval_required",
       approval_type: request.type,
@@ -72,10 +132,23 @@ export class Approvals {
     };
   }
 
-  /** Answers a pending approval (the `pml:continue` tool). Each workflow id is answered once. */
-  async continue(workflowId: string, decision: ApprovalDecision): Promise<CallToolResult> {
+  /**
+   * Answers a pending approval (the `pml:continue` tool). Each workflow id is answered once, and
+   * only from the session that was asked.
+   */
+  async continue(
+    workflowId: string,
+    decision: ApprovalDecision,
+    session?: string,
+  ): Promise<CallToolResult> {
     this.#sweep();
     const pending = this.#pending.get(workflowId);
+    if (pending && pending.session !== session) {
+      throw new PmlError(
+        "APPROVAL_OTHER_SESSION",
+        `The approval "${workflowId}" was asked in another MCP session; only that session can answer it`,
+      );
+    }
     if (!pending) {
       throw new PmlError(
         "APPROVAL_NOT_FOUND",
@@ -85,7 +158,7 @@ export class Approvals {
       );
     }
     this.#pending.delete(workflowId);
-    return await pending.resume(decision);
+    return await pending.resume(decision, "agent");
   }
 
   /** Number of approvals waiting (for tests and status). */

@@ -73,6 +73,8 @@ export async function listRegistryTools(
       lock?.get(item.fqdn.split(".").slice(0, 4).join("."))?.integrity,
     );
     for (const id of item.tools) {
+      // Platform server tools (json, math, …) are served, and listed, by the cloud target.
+      if (deps.routing.routeOf(id) === "server") continue;
       add(out, id, scan, item.description || `Registry module ${item.fqdn}`, deps.routing);
     }
   }

@@ -1,0 +1,158 @@
+/**
+ * What real agents run into (issue: real agents): elicitation answers that are not decisions,
+ * names that were not listed, denied names, error prefixes, and approvals that belong to the
+ * session that was asked. Through an SDK client over InMemoryTransport.
+ */
+import { join } from "node:path";
+import { Client } from "../sdk/client.ts";
+import { InMemoryTransport } from "../sdk/in_memory.ts";
+import { ElicitRequestSchema } from "../sdk/types.ts";
+import { createGateway } from "./create_gateway.ts";
+import type { Gateway } from "./gateway.ts";
+import { createMcpServer } from "./mcp_server.ts";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "../testing/assert.ts";
+import { tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
+
+const PERMS = {
+  permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: ["shell"] },
+};
+
+type Answer = () => unknown;
+
+/** A client whose elicitation handler runs `answer` (which may throw or return any shape). */
+async function clientWith(gateway: Gateway, answer?: Answer) {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const server = createMcpServer(gateway);
+  await server.connect(serverSide);
+  const client = new Client(
+    { name: "agent", version: "1" },
+    { capabilities: answer ? { elicitation: {} } : {} },
+  );
+  // deno-lint-ignore no-explicit-any
+  if (answer) client.setRequestHandler(ElicitRequestSchema, () => answer() as any);
+  await client.connect(clientSide);
+  return Object.assign(client, {
+    async [Symbol.asyncDispose]() {
+      await client.close();
+      await server.close();
+    },
+  });
+}
+
+function auditLines(dir: string): Record<string, unknown>[] {
+  try {
+    return Deno.readTextFileSync(join(dir, ".pml/audit.log")).trim().split("\n").map((l) =>
+      JSON.parse(l)
+    );
+  } catch {
+    return [];
+  }
+}
+
+const structured = (r: unknown) =>
+  (r as { structuredContent?: Record<string, unknown> }).structuredContent ?? {};
+
+for (
+  const [how, answer] of [
+    ["cancel", () => ({ action: "cancel" })],
+    ["an error", () => {
+      throw new Error("Elicitation request received in print mode");
+    }],
+    ["accept without a decision", () => ({ action: "accept", content: {} })],
+  ] as [string, Answer][]
+) {
+  Deno.test(`elicitation answered with ${how}: approval_required, nothing written, not audited as the user's no`, async () => {
+    await using ws = tempWorkspace(PERMS);
+    const gateway = createGateway(testConfig(ws), { prewarm: false });
+    await using _closing = { [Symbol.asyncDispose]: () => gateway.close() };
+    await using client = await clientWith(gateway, answer);
+    const r = await client.callTool({
+      name: "filesystem__write_file",
+      arguments: { path: "out.txt", content: "hi" },
+    });
+    assert(!r.isError, textOf(r));
+    const body = structured(r);
+    assertEquals(body.status, "approval_required");
+    assertEquals(body.approval_type, "tool_permission");
+    assert(!(await Deno.stat(join(ws.dir, "out.txt")).catch(() => false)), "nothing was written");
+    const lines = auditLines(ws.dir);
+    assert(!lines.some((l) => l.by === "user"), JSON.stringify(lines));
+    assert(
+      lines.some((l) => l.event === "elicitation_unanswered" && l.fallback === "approval_required"),
+      JSON.stringify(lines),
+    );
+    // The agent can then answer it.
+    const done = await client.callTool({
+      name: "pml__continue",
+      arguments: { workflow_id: body.workflow_id, decision: "yes" },
+    });
+    assert(!done.isError, textOf(done));
+    assertEquals(ws.read("out.txt"), "hi");
+  });
+}
+
+Deno.test("elicitation declined: the user's no, audited by user", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const gateway = createGateway(testConfig(ws), { prewarm: false });
+  try {
+    await using client = await clientWith(gateway, () => ({ action: "decline" }));
+    const r = await client.callTool({
+      name: "filesystem__write_file",
+      arguments: { path: "out.txt", content: "hi" },
+    });
+    assert(r.isError);
+    assertStringIncludes(textOf(r), "the user refused");
+    assert(auditLines(ws.dir).some((l) => l.event === "permission_denied" && l.by === "user"));
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("pml:continue with no: refused by the agent, audited as such", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const gateway = createGateway(testConfig(ws), { prewarm: false });
+  try {
+    await using client = await clientWith(gateway);
+    const r = await client.callTool({
+      name: "filesystem__write_file",
+      arguments: { path: "out.txt", content: "hi" },
+    });
+    const no = await client.callTool({
+      name: "pml__continue",
+      arguments: { workflow_id: structured(r).workflow_id, decision: "no" },
+    });
+    assert(no.isError);
+    assertStringIncludes(textOf(no), "pml:continue");
+    assert(auditLines(ws.dir).some((l) => l.event === "permission_denied" && l.by === "agent"));
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("names: an unlisted tool's exposed name meets its permission; a denied one says denied; unknown is one clear error", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const gateway = createGateway(testConfig(ws), { prewarm: false });
+  try {
+    await using client = await clientWith(gateway);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert(!names.includes("json__parse"), "not named by the permissions");
+    assert(!names.includes("shell__exec"), "denied: not listed");
+    // Unmatched → ask, by exposed name as by tool id.
+    for (const name of ["json__parse", "json:parse"]) {
+      const r = await client.callTool({ name, arguments: { text: "{}" } });
+      assertEquals(structured(r).status, "approval_required", name);
+    }
+    for (const name of ["shell__exec", "shell:exec"]) {
+      const r = await client.callTool({ name, arguments: { command: "ls" } });
+      assert(r.isError, name);
+      assertStringIncludes(textOf(r), "denied by .pml.json");
+    }
+    const err = await assertRejects(() => client.callTool({ name: "nosuch__tool", arguments: {} }));
+    const message = (err as Error).message;
+    assertStringIncludes(message, 'Unknown tool "nosuch__tool"');
+    assertEquals(message.match(/MCP error -32602/g)?.length, 1, message);
+    assert(!auditLines(ws.dir).some((l) => l.tool === "nosuch:tool"), "never asked");
+  } finally {
+    await gateway.close();
+  }
+});
