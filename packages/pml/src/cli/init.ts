@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { CONFIG_FILE } from "../config/config.ts";
 import { saveApiKey } from "../config/credentials.ts";
 import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "../config/defaults.ts";
@@ -6,6 +6,14 @@ import { readJsonObject, writeFileAtomic } from "../config/write_json.ts";
 import { resolveWorkspace } from "../config/workspace.ts";
 import { PmlError } from "../errors.ts";
 import type { CliIo } from "./io.ts";
+import {
+  type ClientName,
+  codexToml,
+  type EntryInput,
+  type JsonClientConfig,
+  jsonClientConfig,
+  withCodexTable,
+} from "./client_configs.ts";
 
 /** Options of `pml init`. */
 export interface InitOptions {
@@ -16,6 +24,8 @@ export interface InitOptions {
   readonly port?: number;
   /** The command the MCP client runs (default: `pml` when on PATH, else this launcher's path). */
   readonly command: string;
+  /** The clients whose config files to write (default: Claude Code's `.mcp.json`). */
+  readonly clients?: readonly ClientName[];
 }
 
 /** BYOK variables offered to cloud tools by default (names only; values stay in the environment). */
@@ -26,16 +36,8 @@ export const DEFAULT_BYOK_ENV = [
   "SLACK_BOT_TOKEN",
 ];
 
-/** The `mcpServers.pml` entry of `.mcp.json`. The API key never appears in it, only `${PML_API_KEY}`. */
-export function pmlServerEntry(opts: InitOptions, port: number): Record<string, unknown> {
-  if (opts.transport === "http") return { type: "http", url: `http://127.0.0.1:${port}/mcp` };
-  return {
-    type: "stdio",
-    command: opts.command,
-    args: ["stdio"],
-    env: { PML_WORKSPACE: "${workspaceFolder}" },
-  };
-}
+/** Server namespaces that only compute (no side effects, no keys): allowed when cloud mode is set up. */
+export const PURE_SERVER_TOOLS = ["json", "math", "text", "pml:search"] as const;
 
 async function ask(io: CliIo, question: string): Promise<string> {
   return ((await io.prompt?.(question)) ?? "").trim();
@@ -70,7 +72,8 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
       cloudUrl: opts.cloudUrl ?? DEFAULT_CLOUD_URL,
       ...(opts.transport === "http" ? { port } : {}),
       permissions: {
-        allow: [...DEFAULT_PERMISSIONS.allow],
+        // With a key, the server's pure tools are allowed; HTTP API MCPs stay unmatched (asked).
+        allow: [...DEFAULT_PERMISSIONS.allow, ...(apiKey ? PURE_SERVER_TOOLS : [])],
         ask: [...DEFAULT_PERMISSIONS.ask],
         deny: [...DEFAULT_PERMISSIONS.deny],
       },
@@ -80,30 +83,21 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
     io.stdout(`Wrote ${configPath}\n`);
   }
 
-  const mcpPath = join(ws.path, ".mcp.json");
-  const mcp = await readJsonObject(mcpPath).catch((err) => {
-    throw new PmlError("CONFIG_INVALID", `Cannot update ${mcpPath}: ${(err as Error).message}`);
-  });
-  const entry = pmlServerEntry(opts, port);
-  const servers = (mcp?.mcpServers ?? {}) as Record<string, unknown>;
-  if (JSON.stringify(servers.pml) === JSON.stringify(entry)) {
-    io.stdout(`Kept ${mcpPath} (PML is already configured)\n`);
-  } else {
-    let write = true;
-    if (mcp && interactive) {
-      write = /^y(es)?$/i.test(await ask(io, `Add PML to the existing ${mcpPath}? [y/N]`));
-    }
-    if (write) {
-      if (mcp) {
-        await Deno.copyFile(mcpPath, `${mcpPath}.backup`);
-        io.stdout(`Saved the previous file as ${mcpPath}.backup\n`);
-      }
-      const next = { ...(mcp ?? {}), mcpServers: { ...servers, pml: entry } };
-      await writeFileAtomic(mcpPath, JSON.stringify(next, null, 2) + "\n");
-      io.stdout(`Wrote ${mcpPath}\n`);
+  const byokEnv = existing
+    ? (Array.isArray(existing.env) ? existing.env.filter((v) => typeof v === "string") : [])
+    : DEFAULT_BYOK_ENV;
+  const input: EntryInput = { transport: opts.transport, command: opts.command, port, byokEnv };
+  for (const client of opts.clients ?? ["claude"]) {
+    if (client === "codex") {
+      await writeCodex(ws.path, input, io, interactive);
     } else {
-      io.stdout(`Left ${mcpPath} unchanged\n`);
+      await writeJsonConfig(ws.path, jsonClientConfig(client, input), io, interactive);
     }
+  }
+  if (opts.transport === "http") {
+    io.stdout(
+      `Start the gateway yourself before the client connects: pml serve (in ${ws.path}; it serves the folder where it runs)\n`,
+    );
   }
 
   if (apiKey) {
@@ -116,4 +110,74 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
   }
   io.stdout(`Workspace: ${ws.path}\n`);
   return 0;
+}
+
+/** Adds pml's entry to one client's JSON config, keeping everything else; asks before changing. */
+async function writeJsonConfig(
+  workspace: string,
+  config: JsonClientConfig,
+  io: CliIo,
+  interactive: boolean,
+): Promise<void> {
+  const path = join(workspace, config.file);
+  const current = await readJsonObject(path).catch((err) => {
+    throw new PmlError("CONFIG_INVALID", `Cannot update ${path}: ${(err as Error).message}`);
+  });
+  const servers = (current?.[config.key] ?? {}) as Record<string, unknown>;
+  if (JSON.stringify(servers.pml) === JSON.stringify(config.entry)) {
+    io.stdout(`Kept ${path} (PML is already configured)\n`);
+    return;
+  }
+  if (current && interactive) {
+    if (!/^y(es)?$/i.test(await ask(io, `Add PML to the existing ${path}? [y/N]`))) {
+      io.stdout(`Left ${path} unchanged\n`);
+      return;
+    }
+  }
+  if (current) {
+    await Deno.copyFile(path, `${path}.backup`);
+    io.stdout(`Saved the previous file as ${path}.backup\n`);
+  }
+  await Deno.mkdir(dirname(path), { recursive: true });
+  const next = { ...(current ?? {}), [config.key]: { ...servers, pml: config.entry } };
+  await writeFileAtomic(path, JSON.stringify(next, null, 2) + "\n");
+  io.stdout(`Wrote ${path} (${config.client})\n`);
+}
+
+/**
+ * Codex: writes `[mcp_servers.pml]` into the project's `.codex/config.toml` (other tables kept) and
+ * prints the table for `~/.codex/config.toml`, where Codex reads it outside trusted projects.
+ */
+async function writeCodex(
+  workspace: string,
+  input: EntryInput,
+  io: CliIo,
+  interactive: boolean,
+): Promise<void> {
+  const path = join(workspace, ".codex", "config.toml");
+  const table = codexToml(input);
+  let current = "";
+  try {
+    current = await Deno.readTextFile(path);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  const next = withCodexTable(current, table);
+  if (next === current) {
+    io.stdout(`Kept ${path} (PML is already configured)\n`);
+  } else if (
+    current && interactive &&
+    !/^y(es)?$/i.test(await ask(io, `Add PML to the existing ${path}? [y/N]`))
+  ) {
+    io.stdout(`Left ${path} unchanged\n`);
+  } else {
+    if (current) {
+      await Deno.copyFile(path, `${path}.backup`);
+      io.stdout(`Saved the previous file as ${path}.backup\n`);
+    }
+    await Deno.mkdir(dirname(path), { recursive: true });
+    await writeFileAtomic(path, next);
+    io.stdout(`Wrote ${path} (codex)\n`);
+  }
+  io.stdout(`For Codex outside this project, add to ~/.codex/config.toml:\n\n${table}\n`);
 }

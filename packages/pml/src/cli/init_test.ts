@@ -43,12 +43,102 @@ Deno.test("init --yes: writes .pml.json and .mcp.json with safe defaults", async
   assert(pml.permissions.ask.includes("shell:exec"));
   assert(Array.isArray(pml.env));
   const mcp = JSON.parse(ws.read(".mcp.json"));
-  assertEquals(mcp.mcpServers.pml, {
-    type: "stdio",
+  // Claude Code's own syntax: it starts project servers in the project, and warns about
+  // `${workspaceFolder}`, which only VS Code and Cursor expand.
+  assertEquals(mcp.mcpServers.pml, { type: "stdio", command: "pml", args: ["stdio"] });
+  assert(!ws.read(".mcp.json").includes("workspaceFolder"));
+});
+
+Deno.test("init --client: each client gets its own file in its own syntax; others are untouched", async () => {
+  await using ws = tempWorkspace();
+  ws.write(
+    ".gemini/settings.json",
+    JSON.stringify({ theme: "dark", mcpServers: { x: { command: "x" } } }),
+  );
+  ws.write(".codex/config.toml", '# mine\nmodel = "m"\n\n[mcp_servers.other]\ncommand = "o"\n');
+  const { io: cli, out } = io(ws);
+  assertEquals(
+    await runCli(
+      ["init", "--yes", "--client", "cursor,vscode", "--client", "gemini", "--client", "codex"],
+      cli,
+      "pml",
+    ),
+    0,
+  );
+  assert(
+    !(await Deno.stat(join(ws.dir, ".mcp.json")).catch(() => false)),
+    "claude was not asked for",
+  );
+  assertEquals(JSON.parse(ws.read(".cursor/mcp.json")).mcpServers.pml, {
     command: "pml",
     args: ["stdio"],
     env: { PML_WORKSPACE: "${workspaceFolder}" },
   });
+  assertEquals(JSON.parse(ws.read(".vscode/mcp.json")), {
+    servers: {
+      pml: {
+        type: "stdio",
+        command: "pml",
+        args: ["stdio"],
+        env: { PML_WORKSPACE: "${workspaceFolder}" },
+      },
+    },
+  });
+  const gemini = JSON.parse(ws.read(".gemini/settings.json"));
+  assertEquals(gemini.theme, "dark");
+  assertEquals(gemini.mcpServers.x, { command: "x" });
+  assertEquals(gemini.mcpServers.pml.command, "pml");
+  assertEquals(gemini.mcpServers.pml.args, ["stdio"]);
+  // Gemini hides secret-looking variables from MCP servers unless the entry names them.
+  assertEquals(gemini.mcpServers.pml.env.TAVILY_API_KEY, "${TAVILY_API_KEY}");
+  assert(!JSON.stringify(gemini).includes("workspaceFolder"));
+  const toml = ws.read(".codex/config.toml");
+  assertStringIncludes(toml, "# mine");
+  assertStringIncludes(toml, "[mcp_servers.other]");
+  assertStringIncludes(
+    toml,
+    '[mcp_servers.pml]\ncommand = "pml"\nargs = ["stdio"]\nenv_vars = ["TAVILY_API_KEY"',
+  );
+  assertStringIncludes(out.join(""), "~/.codex/config.toml");
+  // All clients, then again: the second run changes nothing.
+  assertEquals(await runCli(["init", "--yes", "--client", "all"], io(ws).io, "pml"), 0);
+  const mcp = JSON.parse(ws.read(".mcp.json"));
+  assertEquals(mcp.mcpServers.pml, { type: "stdio", command: "pml", args: ["stdio"] });
+  const before = treeText(ws.dir);
+  const again = io(ws);
+  assertEquals(await runCli(["init", "--yes", "--client", "all"], again.io, "pml"), 0);
+  assertEquals(treeText(ws.dir), before);
+  assert(!again.out.join("").includes("Wrote "), again.out.join(""));
+});
+
+Deno.test("init --client with http: each client's http form", async () => {
+  await using ws = tempWorkspace();
+  const { io: cli, out } = io(ws);
+  assertEquals(
+    await runCli(
+      ["init", "--yes", "--transport", "http", "--port", "4556", "--client", "all"],
+      cli,
+    ),
+    0,
+  );
+  const url = "http://127.0.0.1:4556/mcp";
+  assertEquals(JSON.parse(ws.read(".mcp.json")).mcpServers.pml, { type: "http", url });
+  assertEquals(JSON.parse(ws.read(".cursor/mcp.json")).mcpServers.pml, { url });
+  assertEquals(JSON.parse(ws.read(".vscode/mcp.json")).servers.pml, { type: "http", url });
+  assertEquals(JSON.parse(ws.read(".gemini/settings.json")).mcpServers.pml, { httpUrl: url });
+  assertStringIncludes(ws.read(".codex/config.toml"), `url = "${url}"`);
+  assertStringIncludes(out.join(""), "pml serve");
+});
+
+Deno.test("init --api-key allows the server's pure tools and leaves HTTP API MCPs asked", async () => {
+  await using ws = tempWorkspace();
+  assertEquals(await runCli(["init", "--yes", "--api-key", "k-123"], io(ws).io), 0);
+  const allow = JSON.parse(ws.read(".pml.json")).permissions.allow;
+  for (const p of ["json", "math", "text", "pml:search"]) assert(allow.includes(p), p);
+  assert(!allow.some((p: string) => p.startsWith("tavily")));
+  await using local = tempWorkspace();
+  assertEquals(await runCli(["init", "--yes"], io(local).io), 0);
+  assert(!JSON.parse(local.read(".pml.json")).permissions.allow.includes("json"));
 });
 
 Deno.test("init: keeps other servers, backs up, and is idempotent", async () => {
@@ -118,6 +208,12 @@ Deno.test("init: bad flags and a broken .mcp.json are clear errors that change n
   assertStringIncludes(bad.err.join(""), "--transport");
   assertEquals(await runCli(["init", "--port", "99999"], io(ws).io), 2);
   assertEquals(await runCli(["init", "--cloud-url", "nope"], io(ws).io), 2);
+  const client = io(ws);
+  assertEquals(await runCli(["init", "--client", "emacs"], client.io), 2);
+  assertStringIncludes(
+    client.err.join(""),
+    "--client must be one of claude, cursor, vscode, gemini, codex",
+  );
   ws.write(".mcp.json", "{ broken");
   const broken = io(ws);
   assertEquals(await runCli(["init", "--yes"], broken.io), 1);

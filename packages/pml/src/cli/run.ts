@@ -5,6 +5,7 @@ import { createGateway } from "../gateway/create_gateway.ts";
 import { PML_VERSION } from "../gateway/mcp_server.ts";
 import { serveStdio } from "../ingress/stdio.ts";
 import { runInit } from "./init.ts";
+import { parseClients } from "./client_configs.ts";
 import type { CliIo } from "./io.ts";
 import { runServe } from "./serve.ts";
 import { runStatus } from "./status.ts";
@@ -12,7 +13,8 @@ import { runStatus } from "./status.ts";
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
 Usage:
-  pml init [--yes] [--api-key KEY] [--cloud-url URL] [--transport stdio|http] [--port N]
+  pml init [--yes] [--client claude|cursor|vscode|gemini|codex|all] [--api-key KEY]
+           [--cloud-url URL] [--transport stdio|http] [--port N]
                      write .pml.json and add PML to .mcp.json in the workspace
   pml stdio          serve MCP over stdio (what your MCP client runs)
   pml serve [--port N]
@@ -39,8 +41,10 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
             "cloud-url": { type: "string" },
             transport: { type: "string", default: "stdio" },
             port: { type: "string" },
+            client: { type: "string", multiple: true },
           },
         });
+        const clients = parseClients(values.client);
         if (values.transport !== "stdio" && values.transport !== "http") {
           throw new TypeError(`--transport must be "stdio" or "http", not "${values.transport}"`);
         }
@@ -58,6 +62,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           transport: values.transport,
           port,
           command: launcher,
+          clients,
         }, io);
       }
       case "stdio": {

@@ -112,7 +112,12 @@ export function denoLaunch(
     server: meta.server,
     command: ctx.denoPath,
     args,
-    env: { NO_COLOR: "1", DENO_DIR: ctx.denoDir, ...pick(ctx.env, envNames) },
+    env: {
+      NO_COLOR: "1",
+      DENO_NO_UPDATE_CHECK: "1",
+      DENO_DIR: ctx.denoDir,
+      ...pick(ctx.env, envNames),
+    },
     cwd: ctx.workspace,
     mode: "deno",
   };

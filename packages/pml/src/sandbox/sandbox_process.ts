@@ -84,7 +84,8 @@ export class SandboxProcess {
       args: sandboxFlags(spec),
       cwd: spec.cwd,
       clearEnv: true,
-      env: { ...spec.env },
+      // Deno's update check is a network lookup; a sandbox has no business with the network.
+      env: { ...spec.env, DENO_NO_UPDATE_CHECK: "1" },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
