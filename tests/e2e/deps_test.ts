@@ -27,8 +27,8 @@ const text = (r: unknown) =>
   ((r as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? "").join("");
 
 /**
- * Spawns `pml stdio`. HOME stays the real one so that npm finds its cache (the install is offline in
- * practice: every package is cached); PML_HOME is private to the test.
+ * Spawns `pml stdio`. HOME stays the real one so that npm uses its cache (and fetches from the
+ * registry what a fresh machine has not cached yet); PML_HOME is private to the test.
  */
 async function spawnPml(ws: { dir: string; home: string }) {
   const transport = new StdioClientTransport({

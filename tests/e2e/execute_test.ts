@@ -213,7 +213,7 @@ Deno.test("e2e execute: code calling an npm MCP server installs it on approval, 
     permissions: { allow: ["memory", "filesystem"], ask: [], deny: [] },
   });
   ws.write("fact.txt", "PML routes each call");
-  // The real HOME lets npm find its cache (the install is offline in practice); PML_HOME is private.
+  // The real HOME lets npm use its cache (a fresh machine fetches once); PML_HOME is private.
   await using client = await connectStdio(ws, {
     env: { HOME: Deno.env.get("HOME") ?? ws.home, PML_HOME: ws.home },
   });

@@ -4,8 +4,8 @@ import { gatewayFor, tempWorkspace, textOf } from "../../testing/workspace.ts";
 import { NpmInstaller } from "../../deps/installer.ts";
 import { catalogueEntry, pidsWith } from "./_testing.ts";
 
-/** Tests install from npm's local cache only: no network. */
-const stdio = { installer: new NpmInstaller({ offline: true }) };
+/** Tests install as users do: from npm (its cache first), with the environment npm needs. */
+const stdio = { installer: new NpmInstaller({ env: Deno.env.toObject() }) };
 const MEMORY = catalogueEntry("memory");
 const PKG = MEMORY.package as { name: string; version: string; integrity: string };
 

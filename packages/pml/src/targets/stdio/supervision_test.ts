@@ -10,7 +10,7 @@ import { NpmInstaller } from "../../deps/installer.ts";
 import { FakeClock, pidsWith, waitFor } from "./_testing.ts";
 import { PidFile, processStart } from "./pid_file.ts";
 
-const installer = new NpmInstaller({ offline: true });
+const installer = new NpmInstaller({ env: Deno.env.toObject() });
 const ALLOW = { permissions: { allow: ["memory", "everything", "flaky"], ask: [], deny: [] } };
 
 Deno.test("100 concurrent calls share one process and each gets its own answer", async () => {
