@@ -2,7 +2,8 @@
  * Regenerates `registry/mcp/<server>.json` for the npm MCP servers pinned in the root
  * `package.json`: spawns each one from `node_modules` (via the SDK's stdio client), asks
  * `tools/list`, and takes the package's `sha512` integrity from `package-lock.json`.
- * `tavily.json` is written by hand and left alone.
+ * `tavily.json` is written by hand and left alone. The `everything-http` test fixture (the same
+ * server over HTTP on loopback) goes to `packages/server/tests/fixtures/`: fixtures are never seeded.
  *
  *   deno run -A packages/server/scripts/refresh_mcp_metadata.ts
  *
@@ -15,6 +16,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { join } from "node:path";
 
 const root = join(import.meta.dirname!, "../../..");
+const REGISTRY = join(root, "registry/mcp");
+const FIXTURES = join(root, "packages/server/tests/fixtures");
 const lock = JSON.parse(await Deno.readTextFile(join(root, "package-lock.json")));
 
 interface ServerSpec {
@@ -25,6 +28,7 @@ interface ServerSpec {
   installArgs: string[];
   permissions: { read: string[]; write: string[]; net: string[]; env: string[] };
   warnings: Record<string, unknown>;
+  /** A test fixture: the same server proxied over HTTP (written beside the server's tests). */
   http?: { server: string; proxyTo: string; description: string };
 }
 
@@ -127,9 +131,9 @@ for (const spec of SPECS) {
     tools: toolsOf(spec.server),
     warnings: spec.warnings,
   };
-  await write(spec.server, stdio);
+  await write(spec.server, REGISTRY, stdio);
   if (spec.http) {
-    await write(spec.http.server, {
+    await write(spec.http.server, FIXTURES, {
       type: "http",
       description: spec.http.description,
       proxyTo: spec.http.proxyTo,
@@ -139,14 +143,14 @@ for (const spec of SPECS) {
   }
 }
 
-async function write(server: string, metadata: unknown): Promise<void> {
-  const path = join(root, "registry/mcp", `${server}.json`);
+async function write(server: string, dir: string, metadata: unknown): Promise<void> {
+  const path = join(dir, `${server}.json`);
   await Deno.writeTextFile(path, JSON.stringify(metadata, null, 2) + "\n");
   console.log(`wrote ${path}`);
 }
 
 // Keep the generated files in the repository's formatting.
 await new Deno.Command(Deno.execPath(), {
-  args: ["fmt", "--quiet", join(root, "registry/mcp")],
+  args: ["fmt", "--quiet", REGISTRY, FIXTURES],
   cwd: root,
 }).output();

@@ -13,11 +13,11 @@ import type { Store } from "../src/store/store.ts";
 import { byokHeader, callTool, connectClient, mcpTestServer } from "./mcp_helpers.ts";
 import { startEverything, startRecordingProxy } from "./upstream.ts";
 
-/** Registers `registry/mcp/<server>.json` pointing at `proxyTo`, needing `EVERYTHING_TOKEN`. */
+/** Registers the `everything-http` fixture as `<server>` pointing at `proxyTo`, needing `EVERYTHING_TOKEN`. */
 async function registerUpstream(store: Store, dir: string, server: string, proxyTo: string) {
   const everything = JSON.parse(
     await Deno.readTextFile(
-      join(import.meta.dirname!, "../../../registry/mcp/everything-http.json"),
+      join(import.meta.dirname!, "fixtures/everything-http.json"),
     ),
   );
   const meta = {

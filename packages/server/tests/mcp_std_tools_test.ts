@@ -42,12 +42,13 @@ Deno.test("tools/list has pml__search, the server std tools and http tools, not 
         "math__evaluate",
         "text__slugify",
         "tavily__tavily-search",
-        "everything-http__echo",
       ]
     ) {
       assert.ok(names.includes(name), `missing ${name} in ${names.join(", ")}`);
     }
     assert.ok(!names.some((n) => n.startsWith("filesystem__") || n.startsWith("memory__")));
+    // Test fixtures are not served: nothing proxied to a loopback test server.
+    assert.ok(!names.some((n) => n.startsWith("everything-http__")), names.join(", "));
     const tavily = tools.find((t) => t.name === "tavily__tavily-search")!;
     assert.deepEqual(tavily._meta["pml/envRequired"], ["TAVILY_API_KEY"]);
     assert.equal(tavily._meta["pml/toolId"], "tavily:tavily-search");
