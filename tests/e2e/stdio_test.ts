@@ -229,3 +229,19 @@ Deno.test("e2e stdio: SIGKILL of pml leaves no sandbox behind (they exit on stdi
   for (const p of sandboxes) assert(!processAlive(p), `sandbox ${p} survived SIGKILL of pml`);
   await client.close().catch(() => {});
 });
+
+Deno.test("e2e stdio: an invalid .pml.json answers initialize and names the file, field and expectation on every call", async () => {
+  await using ws = tempWorkspace();
+  ws.write(".pml.json", JSON.stringify({ permissions: { allow: "filesystem" } }));
+  await using client = await connectStdio(ws);
+  const { tools } = await client.listTools();
+  assertEquals(tools.map((t) => t.name), ["pml__config_error"]);
+  assertStringIncludes(tools[0].description ?? "", ".pml.json");
+  for (const name of ["pml__config_error", "filesystem__read_file"]) {
+    const r = await client.callTool({ name, arguments: { path: "x" } });
+    assert(r.isError);
+    assertStringIncludes(text(r), ".pml.json");
+    assertStringIncludes(text(r), "permissions.allow");
+  }
+  assertStringIncludes(client.getInstructions() ?? "", "PML is not running");
+});

@@ -3,7 +3,8 @@ import { loadConfig } from "../config/config.ts";
 import { errorMessage, isPmlError } from "../errors.ts";
 import { createGateway } from "../gateway/create_gateway.ts";
 import { PML_VERSION } from "../gateway/mcp_server.ts";
-import { serveStdio } from "../ingress/stdio.ts";
+import { serveServerOverStdio, serveStdio } from "../ingress/stdio.ts";
+import { createConfigErrorServer } from "../gateway/config_error_server.ts";
 import { runInit } from "./init.ts";
 import { parseClients } from "./client_configs.ts";
 import type { CliIo } from "./io.ts";
@@ -67,7 +68,17 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
       }
       case "stdio": {
         parseArgs({ args: rest, options: {} });
-        const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        let config;
+        try {
+          config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        } catch (err) {
+          if (!isPmlError(err, "CONFIG_INVALID")) throw err;
+          // Answer the client with the error instead of exiting before `initialize`: the user then
+          // sees it in their agent, not "failed to connect".
+          io.stderr(`pml: ${err.message}\n`);
+          await serveServerOverStdio(createConfigErrorServer(err.message), () => Promise.resolve());
+          return 1;
+        }
         if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
         await serveStdio(createGateway(config));
         return 0;

@@ -2,6 +2,7 @@ import process from "node:process";
 import type { JSONRPCMessage } from "../sdk/types.ts";
 import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
+import type { Server } from "../sdk/server.ts";
 import { LineStdioTransport, MessageTooLargeError } from "./stdio_transport.ts";
 
 /**
@@ -10,12 +11,27 @@ import { LineStdioTransport, MessageTooLargeError } from "./stdio_transport.ts";
  * JSON-RPC error and the server keeps serving.
  * Resolves after the gateway (and every process it started) has been closed.
  */
-export async function serveStdio(
+export function serveStdio(
   gateway: Gateway,
-  io: {
-    stdin?: NodeJS.ReadableStream & { on: typeof process.stdin.on };
-    stdout?: typeof process.stdout;
-  } = {},
+  io: StdioIo = {},
+): Promise<void> {
+  return serveServerOverStdio(createMcpServer(gateway), () => gateway.close(), io);
+}
+
+/** The streams `pml stdio` talks over (injectable for tests). */
+export interface StdioIo {
+  stdin?: NodeJS.ReadableStream & { on: typeof process.stdin.on };
+  stdout?: typeof process.stdout;
+}
+
+/**
+ * Serves one MCP `server` over stdio until stdin closes, then runs `close`. Used for the gateway and
+ * for the stand-in that reports an invalid `.pml.json` (see `config_error_server.ts`).
+ */
+export async function serveServerOverStdio(
+  server: Server,
+  close: () => Promise<void>,
+  io: StdioIo = {},
 ): Promise<void> {
   const stdin = (io.stdin ?? process.stdin) as typeof process.stdin;
   const stdout = io.stdout ?? process.stdout;
@@ -23,7 +39,6 @@ export async function serveStdio(
   console.log = console.error;
   console.info = console.error;
   const transport = new LineStdioTransport(stdin, stdout, undefined, collectGarbageSoon);
-  const server = createMcpServer(gateway);
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
   let closing = false;
@@ -31,7 +46,7 @@ export async function serveStdio(
     if (closing) return;
     closing = true;
     await server.close().catch(() => {});
-    await gateway.close();
+    await close();
     done();
   };
   server.onerror = (err) => {
