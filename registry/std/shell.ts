@@ -2,8 +2,9 @@
  * PML std module `shell`: runs a command in the workspace.
  *
  * Runs in a sandbox subprocess granted `--allow-run` and read access to the workspace, with the
- * workspace as working directory and a minimal environment (no API keys). The command's own
- * children are ordinary processes: that is why `shell` is `ask` by default.
+ * workspace as working directory and a minimal environment (no API keys). Deno's flags do not bind
+ * the programs it starts: on Linux the OS sandbox (bubblewrap, see `os_sandbox.ts`) does, and
+ * `shell` is `ask` by default.
  */
 
 type Ctx = { workspace: string };
@@ -12,14 +13,67 @@ type Args = Record<string, unknown>;
 const MAX_OUTPUT = 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-function clip(bytes: Uint8Array): string {
-  const text = new TextDecoder().decode(bytes.subarray(0, MAX_OUTPUT));
-  return bytes.length > MAX_OUTPUT ? `${text}\n[... ${bytes.length - MAX_OUTPUT} bytes cut]` : text;
+/** The longest `timeout_ms` a caller may ask for. */
+const MAX_TIMEOUT_MS = 10 * 60_000;
+/** How long output is still read after the command ended (a leftover child may hold the pipe). */
+const DRAIN_MS = 200;
+
+/** Reads a stream into at most MAX_OUTPUT bytes (counting the rest) until it ends or is cut. */
+function collect(stream: ReadableStream<Uint8Array>) {
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let kept = 0;
+  let total = 0;
+  const done = (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        total += value.length;
+        if (kept < MAX_OUTPUT) {
+          chunks.push(value);
+          kept += value.length;
+        }
+      }
+    } catch { /* cut */ }
+  })();
+  return {
+    done,
+    cut: () => reader.cancel().catch(() => {}),
+    text(): string {
+      const bytes = new Uint8Array(kept);
+      let at = 0;
+      for (const c of chunks) (bytes.set(c, at), at += c.length);
+      const shown = new TextDecoder().decode(bytes.subarray(0, MAX_OUTPUT));
+      return total > MAX_OUTPUT ? `${shown}\n[... ${total - MAX_OUTPUT} bytes cut]` : shown;
+    },
+  };
+}
+
+/** Kills the command's whole process group (it runs in a session of its own). */
+function killGroup(pid: number): void {
+  try {
+    Deno.kill(-pid, "SIGKILL");
+  } catch { /* already gone */ }
+}
+
+function spawnInOwnSession(argv: string[], cwd: string): Deno.ChildProcess {
+  const opts = { cwd, stdin: "null", stdout: "piped", stderr: "piped" } as const;
+  try {
+    // `setsid` makes the command the leader of a new session and process group, so that its
+    // children (`sleep 1000 &`) can be killed with it.
+    return new Deno.Command("setsid", { args: argv, ...opts }).spawn();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    return new Deno.Command(argv[0], { args: argv.slice(1), ...opts }).spawn();
+  }
 }
 
 /**
  * Runs `command` through `sh -c` (or `command` with `args` directly when `args` is given) with the
- * workspace as working directory. Returns exit code, stdout and stderr; a timeout kills it.
+ * workspace as working directory. Returns exit code, stdout and stderr. The command runs in a
+ * process group of its own: when it ends, or when `timeout_ms` passes, the whole group is killed,
+ * so nothing it started outlives it and a background child holding its output cannot hold the call.
  */
 export async function exec(
   args: Args,
@@ -33,24 +87,40 @@ export async function exec(
   if (argv !== undefined && (!Array.isArray(argv) || argv.some((a) => typeof a !== "string"))) {
     throw new TypeError(`Argument "args" must be an array of strings`);
   }
-  const timeoutMs = typeof args.timeout_ms === "number" ? args.timeout_ms : DEFAULT_TIMEOUT_MS;
-  const child = new Deno.Command(argv === undefined ? "sh" : command, {
-    args: argv === undefined ? ["-c", command] : (argv as string[]),
-    cwd: ctx.workspace,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const t = args.timeout_ms;
+  if (
+    t !== undefined &&
+    (typeof t !== "number" || !Number.isFinite(t) || t <= 0 || t > MAX_TIMEOUT_MS)
+  ) {
+    throw new TypeError(
+      `Argument "timeout_ms" must be a number of milliseconds between 1 and ${MAX_TIMEOUT_MS}, got ${
+        JSON.stringify(t)
+      }`,
+    );
+  }
+  const timeoutMs = (t as number | undefined) ?? DEFAULT_TIMEOUT_MS;
+  const child = spawnInOwnSession(
+    argv === undefined ? ["sh", "-c", command] : [command, ...(argv as string[])],
+    ctx.workspace,
+  );
+  const stdout = collect(child.stdout);
+  const stderr = collect(child.stderr);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already gone */ }
+    killGroup(child.pid);
   }, timeoutMs);
   try {
-    const out = await child.output();
-    return { code: out.code, stdout: clip(out.stdout), stderr: clip(out.stderr), timedOut };
+    const status = await child.status;
+    killGroup(child.pid); // what the command left running ends with it
+    let drained: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all([stdout.done, stderr.done]),
+      new Promise((r) => (drained = setTimeout(r, DRAIN_MS))),
+    ]);
+    clearTimeout(drained);
+    await Promise.all([stdout.cut(), stderr.cut()]);
+    return { code: status.code, stdout: stdout.text(), stderr: stderr.text(), timedOut };
   } finally {
     clearTimeout(timer);
   }
@@ -72,7 +142,11 @@ export const __meta__ = {
             items: { type: "string" },
             description: "If given, run `command` directly with these arguments (no shell)",
           },
-          timeout_ms: { type: "number", description: "Kill the command after this many ms" },
+          timeout_ms: {
+            type: "number",
+            description:
+              "Kill the command (and everything it started) after this many ms; default 60000, at most 600000",
+          },
         },
         required: ["command"],
       },

@@ -33,6 +33,11 @@ export interface Config {
     readonly read: readonly string[];
     readonly write: readonly string[];
     readonly net: readonly string[];
+    /**
+     * Run `shell:exec` even where no OS sandbox (bubblewrap) is available, with Deno's flags as
+     * the only wall. Off by default; `pml status` and every such call's result say so.
+     */
+    readonly unconfined: boolean;
   };
   readonly port: number;
   /** `~/.pml`: Deno module cache (`DENO_DIR`) and routing cache. */
@@ -156,6 +161,7 @@ export function loadConfig(
       read: (sandbox.read ?? []).map((p) => realOrResolved(workspace, p)),
       write: (sandbox.write ?? []).map((p) => realOrResolved(workspace, p)),
       net: sandbox.net ?? [],
+      unconfined: sandbox.unconfined ?? false,
     },
     port: Number(opts.env.PML_PORT) || file.port || DEFAULT_PORT,
     pmlHome,

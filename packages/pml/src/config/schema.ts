@@ -54,6 +54,7 @@ export const PmlFileSchema = z.object({
     read: z.array(z.string()).default([]),
     write: z.array(z.string()).default([]),
     net: z.array(z.string()).default([]),
+    unconfined: z.boolean().default(false),
   }).partial().strict().optional(),
 }).strict();
 

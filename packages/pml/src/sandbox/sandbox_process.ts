@@ -1,6 +1,14 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
+import {
+  bwrapArgs,
+  detectOsSandbox,
+  type OsPolicy,
+  type OsSandboxStatus,
+  SANDBOX_DENO_DIR,
+  SANDBOX_HOME,
+} from "./os_sandbox.ts";
 
 /** What a sandbox may do, as data: the Deno flags are derived from it and nothing else. */
 export interface SandboxSpec {
@@ -16,6 +24,11 @@ export interface SandboxSpec {
   readonly cwd: string;
   /** Heap limit in MiB. */
   readonly maxHeapMb?: number;
+  /**
+   * The OS wall (bubblewrap) around the process, when the machine has one; without one the
+   * process runs with its Deno flags only (the caller decides whether that is acceptable).
+   */
+  readonly os?: OsPolicy;
 }
 
 /** Deno flags for a spec: least privilege, no prompts, no config or lockfile from the workspace. */
@@ -77,15 +90,32 @@ export class SandboxProcess {
 
   constructor(
     spec: SandboxSpec,
-    opts: { denoPath?: string; onStderr?: (line: string) => void } = {},
+    opts: {
+      denoPath?: string;
+      onStderr?: (line: string) => void;
+      /** Injectable for tests; detected once per process by default. */
+      osSandbox?: OsSandboxStatus;
+    } = {},
   ) {
     this.spec = spec;
-    this.#child = new Deno.Command(opts.denoPath ?? Deno.execPath(), {
-      args: sandboxFlags(spec),
+    const deno = opts.denoPath ?? Deno.execPath();
+    const os = spec.os ? (opts.osSandbox ?? detectOsSandbox()) : undefined;
+    const confined = spec.os && os?.available ? { policy: spec.os, bwrap: os.bwrap } : undefined;
+    // Deno's update check is a network lookup; a sandbox has no business with the network.
+    const env: Record<string, string> = { ...spec.env, DENO_NO_UPDATE_CHECK: "1" };
+    if (confined) {
+      // Inside the mount namespace the user's home and Deno cache do not exist: private ones.
+      env.DENO_DIR = SANDBOX_DENO_DIR;
+      env.TMPDIR = "/tmp";
+      if (env.HOME !== undefined) env.HOME = SANDBOX_HOME;
+    }
+    this.#child = new Deno.Command(confined ? confined.bwrap : deno, {
+      args: confined
+        ? bwrapArgs(confined.policy, spec.cwd, [deno, ...sandboxFlags(spec)], deno)
+        : sandboxFlags(spec),
       cwd: spec.cwd,
       clearEnv: true,
-      // Deno's update check is a network lookup; a sandbox has no business with the network.
-      env: { ...spec.env, DENO_NO_UPDATE_CHECK: "1" },
+      env,
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

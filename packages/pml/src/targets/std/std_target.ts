@@ -1,4 +1,5 @@
 import type { CallToolResult } from "../../sdk/types.ts";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as filesystem from "../../../../../registry/std/filesystem.ts";
 import * as shell from "../../../../../registry/std/shell.ts";
@@ -6,6 +7,8 @@ import type { AuditLog } from "../../audit/audit.ts";
 import type { Config } from "../../config/config.ts";
 import { isPmlError, PmlError } from "../../errors.ts";
 import type { SandboxPool } from "../../sandbox/pool.ts";
+import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
+import { controlFilePaths } from "../../config/control_files.ts";
 import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import {
@@ -53,6 +56,8 @@ export class StdTarget implements Target {
   readonly #routing: RoutingResolver;
   readonly #roots: PathRoots;
   readonly #timeoutMs: number;
+  readonly #detectOs: () => OsSandboxStatus;
+  #osStatus?: OsSandboxStatus;
 
   constructor(deps: {
     config: Config;
@@ -60,7 +65,10 @@ export class StdTarget implements Target {
     audit: AuditLog;
     routing: RoutingResolver;
     timeoutMs?: number;
+    /** Injectable for tests (default: look for bubblewrap once). */
+    detectOs?: () => OsSandboxStatus;
   }) {
+    this.#detectOs = deps.detectOs ?? (() => detectOsSandbox());
     this.#config = deps.config;
     this.#pool = deps.pool;
     this.#audit = deps.audit;
@@ -106,6 +114,9 @@ export class StdTarget implements Target {
       DENO_DIR: join(pmlHome, "deno"),
     };
     const readRoots = [workspace, ...sandbox.read, ...sandbox.write];
+    const writeRoots = [workspace, ...sandbox.write];
+    // Control files are bound read-only over the writable workspace (DESIGN §12).
+    const protect = controlFilePaths(workspace);
     switch (access) {
       case "read":
         return {
@@ -116,16 +127,18 @@ export class StdTarget implements Target {
           run: false,
           env: base,
           cwd: workspace,
+          os: { ro: readRoots, rw: [], protect: [], net: false },
         };
       case "write":
         return {
           entry: ENTRY,
           read: readRoots,
-          write: [workspace, ...sandbox.write],
+          write: writeRoots,
           net: [],
           run: false,
           env: base,
           cwd: workspace,
+          os: { ro: readRoots, rw: writeRoots, protect, net: false },
         };
       case "run":
         return {
@@ -136,6 +149,9 @@ export class StdTarget implements Target {
           run: true,
           env: { ...base, HOME: env.HOME ?? workspace, LANG: env.LANG ?? "C.UTF-8" },
           cwd: workspace,
+          // What the shell's programs can reach: the workspace and the grants, nothing of the
+          // user's home, no network, its own pid namespace (children die with the sandbox).
+          os: { ro: [...sandbox.read], rw: writeRoots, protect, net: false },
         };
     }
   }
@@ -166,13 +182,43 @@ export class StdTarget implements Target {
       }
       return errorResult(err instanceof Error ? err.message : String(err));
     }
+    let unconfinedNote = "";
+    if (meta.access === "run") {
+      const os = this.#osSandbox();
+      if (!os.available) {
+        if (!this.#config.sandbox.unconfined) {
+          await this.#audit.write("sandbox_violation", {
+            tool: call.toolId,
+            message: `refused: no OS sandbox (${os.reason})`,
+          });
+          return errorResult(
+            `"${call.toolId}" was refused: it runs programs, and this machine has no OS sandbox to ` +
+              `confine them to the workspace: ${os.reason}. Install it, or accept running ` +
+              `unconfined with "sandbox": {"unconfined": true} in .pml.json.`,
+          );
+        }
+        unconfinedNote =
+          `[pml: ran UNCONFINED (${os.reason}); ".pml.json" sandbox.unconfined is set]\n`;
+      }
+    }
+    if (meta.access !== "read") {
+      // `.pml/` must exist to be bound read-only into the sandbox.
+      await Deno.mkdir(join(this.#config.workspace, ".pml"), { recursive: true }).catch(() => {});
+    }
+    const missingControl = meta.access === "run" ? this.#missingControlFiles() : [];
     const proc = this.#pool.get(this.specFor(meta.access));
     try {
       const value = await proc.call(
         { ns: call.ns, action: call.action, args, workspace: this.#config.workspace },
         { timeoutMs: this.#timeoutMs, onMcp: ctx.callTool },
       );
-      return toCallToolResult(value);
+      const created = await this.#removeCreatedControlFiles(call.toolId, missingControl);
+      const result = toCallToolResult(value);
+      if (!unconfinedNote && !created) return result;
+      return {
+        ...result,
+        content: [{ type: "text", text: unconfinedNote + created }, ...result.content],
+      };
     } catch (err) {
       if (err instanceof SandboxError && VIOLATIONS.has(err.name)) {
         await this.#audit.write("sandbox_violation", { tool: call.toolId, message: err.message });
@@ -187,5 +233,35 @@ export class StdTarget implements Target {
 
   async close(): Promise<void> {
     // The pool is shared and closed by its owner (the gateway).
+  }
+
+  #osSandbox(): OsSandboxStatus {
+    return this.#osStatus ??= this.#detectOs();
+  }
+
+  /** Control files that do not exist yet: a bind cannot protect them, so they are watched. */
+  #missingControlFiles(): string[] {
+    return controlFilePaths(this.#config.workspace).filter((p) => !existsSync(p));
+  }
+
+  /**
+   * Removes control files that a shell command created where none existed (the OS sandbox binds
+   * only existing ones read-only), and says so. Returns the note for the result, or "".
+   */
+  async #removeCreatedControlFiles(toolId: string, wereMissing: string[]): Promise<string> {
+    const created = wereMissing.filter((p) => existsSync(p));
+    for (const path of created) {
+      await Deno.remove(path, { recursive: true }).catch(() => {});
+      await this.#audit.write("control_file_blocked", {
+        tool: toolId,
+        path,
+        action: "created by the command; removed",
+      });
+    }
+    return created.length
+      ? `[pml: removed ${
+        created.map((p) => `"${p}"`).join(", ")
+      }: PML's control files are not for tools to create]\n`
+      : "";
   }
 }

@@ -1,0 +1,125 @@
+/**
+ * The operating-system wall around local execution (DESIGN §12 "Two walls"): on Linux, bubblewrap
+ * (`bwrap`) starts each sandbox in its own mount, pid, network, IPC and UTS namespaces. The mount
+ * namespace holds only the system folders read-only, PML's own code and the Deno binary read-only,
+ * and the paths the policy grants; the control files are bound read-only over a writable
+ * workspace; `/tmp` and `HOME` are private and empty; `/proc` shows only the sandbox's processes.
+ * Deno's permission flags stay the second wall inside.
+ *
+ * The policy is plain data ({@link OsPolicy}) so that tests and `pml status` can read it.
+ *
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+
+/** What one sandbox may see of the machine. */
+export interface OsPolicy {
+  /** Bound read-only (besides the system folders, the Deno binary and PML's code). */
+  readonly ro: readonly string[];
+  /** Bound read-write. */
+  readonly rw: readonly string[];
+  /** Bound read-only over the binds above (PML's control files), when they exist. */
+  readonly protect: readonly string[];
+  /** Share the host's network (never for std tools). */
+  readonly net: boolean;
+}
+
+/** System folders visible read-only inside every sandbox (those that exist). */
+export const SYSTEM_RO = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"] as const;
+
+/** Inside the sandbox: an empty, private home and temp folder. */
+export const SANDBOX_HOME = "/tmp/home";
+/** Deno's cache inside the sandbox: private, so no sandbox can poison another's. */
+export const SANDBOX_DENO_DIR = "/tmp/deno";
+
+/** PML's own code (the package folder and the std modules), bound read-only. */
+const PML_ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
+const PML_CODE = [join(PML_ROOT, "packages", "pml"), join(PML_ROOT, "registry")];
+
+/**
+ * The `bwrap` arguments that run `command` under `policy` (`cwd` must be inside a bind).
+ *
+ * @example
+ * ```ts
+ * bwrapArgs({ ro: ["/ws"], rw: [], protect: [], net: false }, "/ws", ["deno", "run", "x.ts"]);
+ * ```
+ */
+export function bwrapArgs(
+  policy: OsPolicy,
+  cwd: string,
+  command: readonly string[],
+  denoPath = Deno.execPath(),
+): string[] {
+  const args = [
+    "--unshare-all",
+    ...(policy.net ? ["--share-net"] : []),
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+    "--dir",
+    SANDBOX_HOME,
+    "--dir",
+    SANDBOX_DENO_DIR,
+  ];
+  for (const dir of SYSTEM_RO) if (existsSync(dir)) args.push("--ro-bind", dir, dir);
+  args.push("--ro-bind", dirname(denoPath), dirname(denoPath));
+  for (const dir of PML_CODE) args.push("--ro-bind", dir, dir);
+  for (const path of policy.ro) args.push("--ro-bind-try", path, path);
+  for (const path of policy.rw) args.push("--bind-try", path, path);
+  for (const path of policy.protect) if (existsSync(path)) args.push("--ro-bind", path, path);
+  args.push("--chdir", cwd, "--", ...command);
+  return args;
+}
+
+/** Whether bubblewrap works here, and if not, why (for the refusal message and `pml status`). */
+export type OsSandboxStatus =
+  | { readonly available: true; readonly bwrap: string }
+  | { readonly available: false; readonly reason: string };
+
+let detected: OsSandboxStatus | undefined;
+
+/**
+ * Finds `bwrap` on `PATH` and checks that it can create the namespaces (a container may refuse
+ * user namespaces). Cached for the process.
+ */
+export function detectOsSandbox(path = Deno.env.get("PATH") ?? "/usr/bin:/bin"): OsSandboxStatus {
+  if (detected) return detected;
+  if (Deno.build.os !== "linux") {
+    return detected = {
+      available: false,
+      reason: `no OS sandbox for ${Deno.build.os} yet (PML uses bubblewrap on Linux)`,
+    };
+  }
+  const bwrap = path.split(":").map((d) => join(d, "bwrap")).find((p) => existsSync(p));
+  if (!bwrap) {
+    return detected = {
+      available: false,
+      reason: "bubblewrap is not installed (Debian/Ubuntu: `sudo apt-get install bubblewrap`)",
+    };
+  }
+  try {
+    const out = new Deno.Command(bwrap, {
+      args: ["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", "true"],
+      stdout: "null",
+      stderr: "piped",
+    }).outputSync();
+    if (!out.success) {
+      const why = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
+      return detected = {
+        available: false,
+        reason: `bubblewrap cannot create namespaces here (${why || `exit ${out.code}`})`,
+      };
+    }
+  } catch (err) {
+    return detected = { available: false, reason: `bubblewrap failed: ${(err as Error).message}` };
+  }
+  return detected = { available: true, bwrap };
+}
