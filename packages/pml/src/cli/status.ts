@@ -2,6 +2,7 @@ import { loadConfig } from "../config/config.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
+import { detectOsSandbox } from "../sandbox/os_sandbox.ts";
 
 /** `pml status`: where PML thinks it is and what it will do, without starting anything. */
 export function runStatus(io: CliIo, opts: { json: boolean }): number {
@@ -20,6 +21,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
       ]),
     ),
     lockfile: lockStatus(config.workspace, config.pmlHome, config.permissions),
+    osSandbox: osSandboxLine(config.sandbox.unconfined, config.env.PATH),
   };
   if (opts.json) {
     io.stdout(JSON.stringify(status, null, 2) + "\n");
@@ -32,6 +34,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     `allow       ${config.permissions.allow.join(", ") || "-"}`,
     `ask         ${config.permissions.ask.join(", ") || "-"}`,
     `deny        ${config.permissions.deny.join(", ") || "-"}`,
+    `sandbox     ${status.osSandbox}`,
     `lockfile    ${status.lockfile.path}${
       status.lockfile.error ? `: ${status.lockfile.error}` : ""
     }`,
@@ -39,4 +42,12 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
   ];
   io.stdout(lines.join("\n") + "\n");
   return 0;
+}
+
+function osSandboxLine(unconfined: boolean, path?: string): string {
+  const os = detectOsSandbox(path);
+  if (os.available) return `bubblewrap (${os.bwrap}): local tools run confined to the workspace`;
+  return unconfined
+    ? `NONE (${os.reason}); shell:exec runs UNCONFINED because .pml.json sets sandbox.unconfined`
+    : `NONE (${os.reason}); shell:exec is refused until it is installed`;
 }

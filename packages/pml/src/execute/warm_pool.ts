@@ -5,10 +5,21 @@ const EXEC_ENTRY = join(import.meta.dirname!, "..", "sandbox", "exec_entry.ts");
 
 /**
  * The `pml:execute` sandbox as data: no read, write, net or run grant, an empty environment, and
- * `/` as working directory (the code learns nothing of the workspace from `Deno.cwd()`).
+ * `/` as working directory (the code learns nothing of the workspace from `Deno.cwd()`). Where the
+ * OS sandbox exists it also sees no folder of the user, no network, and a private Deno cache, so
+ * `localStorage` and the Cache API write to a tmpfs that dies with the execution.
  */
 export function execSandboxSpec(): SandboxSpec {
-  return { entry: EXEC_ENTRY, read: [], write: [], net: [], run: false, env: {}, cwd: "/" };
+  return {
+    entry: EXEC_ENTRY,
+    read: [],
+    write: [],
+    net: [],
+    run: false,
+    env: {},
+    cwd: "/",
+    os: { ro: [], rw: [], protect: [], net: false },
+  };
 }
 
 /** The namespace of the warm-up's `mcp.*` calls: answered by the pool, never by a tool. */

@@ -4,6 +4,7 @@ import { Approvals } from "../permission/approvals.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
+import type { OsSandboxStatus } from "../sandbox/os_sandbox.ts";
 import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
 import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
 import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/deno_module_target.ts";
@@ -18,6 +19,8 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Start the read-only sandbox right away (default true). */
   readonly prewarm?: boolean;
+  /** Whether an OS sandbox is available (default: look for bubblewrap); injectable for tests. */
+  readonly detectOs?: () => OsSandboxStatus;
   /** Stdio dependencies: metadata source, installer, clock, supervision (see `StdioOptions`). */
   readonly stdio?: StdioOptions;
   /** Cloud target: injected fetch and timeouts (see `CloudOptions`). */
@@ -43,7 +46,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
   const cloud = createCloud(config, { routingTable: opts.routingTable, ...opts.cloud });
   const routing = cloud.routing;
   const pool = new SandboxPool();
-  const std = new StdTarget({ config, pool, audit, routing });
+  const std = new StdTarget({ config, pool, audit, routing, detectOs: opts.detectOs });
   if (opts.prewarm !== false) std.prewarm();
   const stdio = createStdioTarget(
     config,
