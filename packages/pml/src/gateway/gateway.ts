@@ -92,8 +92,12 @@ export class Gateway {
     ]);
     const seen = new Set<string>();
     const infos: ToolInfo[] = [];
-    for (const target of this.#deps.targets) {
-      for (const info of await target.listTools(wildcard ? undefined : named)) {
+    // Asked together: the registry's and the cloud's bounded waits overlap instead of adding up.
+    const lists = await Promise.all(
+      this.#deps.targets.map((t) => t.listTools(wildcard ? undefined : named)),
+    );
+    for (const list of lists) {
+      for (const info of list) {
         if (seen.has(info.id) || this.#deps.permissions.check(info.id) === "deny") continue;
         seen.add(info.id);
         infos.push(info);

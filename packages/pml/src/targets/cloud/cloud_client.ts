@@ -103,6 +103,22 @@ export class CloudClient {
     }
   }
 
+  /**
+   * Opens the session now (if none is open or opening), so that it can overlap other work of a
+   * call. Resolves to the reason it could not be opened (as the error a call would report), or
+   * `undefined` when it is open: a caller then fails at once instead of waiting a second time.
+   */
+  async open(): Promise<PmlError | undefined> {
+    const session = this.#session ??= this.#connect();
+    try {
+      await session;
+      return undefined;
+    } catch (err) {
+      if (this.#session === session) this.#session = undefined;
+      return this.#failure(err);
+    }
+  }
+
   /** Ends the session (best effort). */
   async close(): Promise<void> {
     const session = this.#session;

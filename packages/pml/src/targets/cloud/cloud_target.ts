@@ -120,8 +120,12 @@ export class CloudTarget implements Target {
     args: Record<string, unknown>,
     channel: CloudCallChannel = {},
   ): Promise<CallToolResult> {
+    // The metadata look-up, the tool list and the session's opening overlap (see #withClient):
+    // a silent cloud costs one timeout, not their sum.
+    // Without a key nothing is sent to the cloud, not even a metadata look-up.
+    const declaring = this.#d.client ? this.#declaredEnv(toolId) : Promise.resolve([]);
     return this.#withClient(async (client) => {
-      const declared = await this.#declaredEnv(toolId);
+      const declared = await declaring;
       const { byokEnv, env } = this.#d.config;
       const progress = channel.progress;
       return await client.callTool(this.#tools?.get(toolId)?.name ?? toolId, args, {
@@ -144,11 +148,20 @@ export class CloudTarget implements Target {
     toolsUsed: readonly string[],
     channel: CloudCallChannel = {},
   ): Promise<CallToolResult> {
+    const known = this.#d.client ? toolsUsed.filter((id) => this.#runsHere(id)) : [];
+    const declaring = Promise.all(known.map((id) => this.#declaredEnv(id))); // overlaps the session
     return this.#withClient(async (client) => {
       const { byokEnv, env } = this.#d.config;
       const needed = new Set<string>();
-      for (const toolId of toolsUsed.filter((id) => this.#runsHere(id))) {
-        const declared = await this.#declaredEnv(toolId);
+      const early = await declaring;
+      const cloudTools = toolsUsed.filter((id) => this.#runsHere(id));
+      const declarations = await Promise.all(
+        cloudTools.map((id) =>
+          known.includes(id) ? early[known.indexOf(id)] : this.#declaredEnv(id)
+        ),
+      );
+      for (const [i, toolId] of cloudTools.entries()) {
+        const declared = declarations[i];
         byokHeader(toolId, declared, byokEnv, env); // throws BYOK_MISSING naming the tool
         for (const v of declared) needed.add(v);
       }
@@ -166,7 +179,8 @@ export class CloudTarget implements Target {
     const client = this.#d.client;
     if (!client) return failure("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
     try {
-      await this.#freshTools();
+      const [, unreachable] = await Promise.all([this.#freshTools(), client.open()]);
+      if (unreachable) throw unreachable; // one bound for the whole call, not one per request
       return await call(client);
     } catch (err) {
       if (isPmlError(err)) return failure(err.code, err.message);

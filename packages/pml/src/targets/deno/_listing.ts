@@ -14,6 +14,24 @@ import type { RegistryStack } from "./_stack.ts";
 
 const ANY_OBJECT = { type: "object", additionalProperties: true };
 
+/** Longest wait of `tools/list` for the registries. */
+const LIST_BOUND_MS = 2000;
+
+/** `run()`, or a rejection after `ms` (the work goes on and is dropped). */
+async function within<T>(ms: number, run: () => Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  const work = run();
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Lists the tools (see the module documentation). */
 export async function listRegistryTools(
   stack: RegistryStack,
@@ -41,18 +59,23 @@ export async function listRegistryTools(
   const privates = new Set(stack.privateMcps.denoNamespaces());
   let items: CatalogItem[] = [];
   try {
-    for (const p of patterns) {
-      const [ns, action] = p.split(":");
-      if (privates.has(ns)) continue;
-      if (action && action !== "*") {
-        const item = await stack.client.findTool(p);
-        if (item) items.push(item);
-      } else {
-        items.push(...await stack.client.findNamespace(ns));
+    // Bounded like the cloud's list (2 s): a silent registry must not hold `tools/list`.
+    items = await within(LIST_BOUND_MS, async () => {
+      const found: CatalogItem[] = [];
+      for (const p of patterns) {
+        const [ns, action] = p.split(":");
+        if (privates.has(ns)) continue;
+        if (action && action !== "*") {
+          const item = await stack.client.findTool(p);
+          if (item) found.push(item);
+        } else {
+          found.push(...await stack.client.findNamespace(ns));
+        }
       }
-    }
+      return found;
+    });
   } catch {
-    items = []; // registries unreachable: the locked entries below still list
+    items = []; // registries unreachable or slow: the locked entries below still list
   }
   for (const [name, e] of lock?.entries() ?? []) {
     const [, , ns, action] = name.split(".");
