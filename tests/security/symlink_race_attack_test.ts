@@ -1,0 +1,81 @@
+/**
+ * Attack: a workspace folder is flipped between a real folder and a symlink to a folder outside
+ * the workspace while reads and writes go through it (the gateway checks the real path, the
+ * sandbox opens the path a moment later: a time-of-check/time-of-use race). The OS sandbox's mount
+ * namespace does not contain the outside folder, so no read may return its content and no write
+ * may land there, whichever way the race goes.
+ */
+import { join } from "node:path";
+import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
+import { gatewayFor, tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
+
+const READS = 400;
+const WRITES = 200;
+
+Deno.test("attack symlink_race: flipping a folder to a symlink during calls never reads or writes outside", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"] } });
+  const outside = join(ws.root, "outside");
+  Deno.mkdirSync(outside);
+  Deno.writeTextFileSync(join(outside, "x.txt"), "OUTSIDE_SECRET");
+  const real = join(ws.dir, "d-real");
+  const link = join(ws.dir, "d-link");
+  const d = join(ws.dir, "d");
+  Deno.mkdirSync(real);
+  Deno.writeTextFileSync(join(real, "x.txt"), "inside");
+  Deno.symlinkSync(outside, link);
+  Deno.renameSync(real, d);
+  // The flipper is another process, so the swap really races the gateway and the sandbox.
+  const flipper = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `const [d, real, link] = Deno.args;
+       for (;;) {
+         Deno.renameSync(d, real); Deno.renameSync(link, d);
+         Deno.renameSync(d, link); Deno.renameSync(real, d);
+       }`,
+      d,
+      real,
+      link,
+    ],
+    env: { DENO_NO_UPDATE_CHECK: "1" },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  // Wait until the flipper runs: `d` seen as a folder and as a link.
+  const seen = new Set<boolean>();
+  for (let i = 0; seen.size < 2 && i < 100_000; i++) {
+    try {
+      seen.add(Deno.lstatSync(d).isSymlink);
+    } catch { /* mid-swap */ }
+    if (i % 100 === 0) await new Promise((r) => setTimeout(r, 1));
+  }
+  assertEquals(seen.size, 2, "the flipper is running");
+  await using g = await gatewayFor(ws);
+  let leaked = 0;
+  let insideReads = 0;
+  const reads = Array.from({ length: READS }, async () => {
+    const r = await g.client.callTool({
+      name: "filesystem:read_file",
+      arguments: { path: "d/x.txt" },
+    });
+    const text = textOf(r);
+    if (text.includes("OUTSIDE_SECRET")) leaked++;
+    if (text === "inside") insideReads++;
+  });
+  const writes = Array.from({ length: WRITES }, (_, i) =>
+    g.client.callTool({
+      name: "filesystem:write_file",
+      arguments: { path: `d/w${i}.txt`, content: "planted" },
+    }));
+  await Promise.all([...reads, ...writes]);
+  flipper.kill("SIGKILL");
+  await flipper.status;
+
+  assertEquals(leaked, 0, "a read returned the outside file");
+  const planted = [...Deno.readDirSync(outside)].map((e) => e.name).filter((n) => n !== "x.txt");
+  assertEquals(planted, [], "a write landed outside the workspace");
+  assert(insideReads > 0, "the race did not starve every read (the test exercised both states)");
+  console.error(
+    `attack symlink_race: ${READS + WRITES} attempts, 0 outside (${insideReads} reads inside)`,
+  );
+});
