@@ -57,6 +57,10 @@ Deno.test("pml:execute sandbox: the bridge cannot be tampered with or forged aro
        () => Deno.stdout.write(bytes),
        () => Object.getPrototypeOf(Deno.stdout).writeSync.call(Deno.stdout, bytes),
        () => Deno.stdin.readSync(new Uint8Array(10)),
+       // The web streams over the same descriptors.
+       async () => { const w = Deno.stdout.writable.getWriter(); await w.write(bytes); w.releaseLock(); },
+       async () => { const r = Deno.stdin.readable.getReader(); await r.read(); },
+       () => Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Deno.stdout), "writable")?.get?.call(Deno.stdout).getWriter(),
        () => { "use strict"; JSON.stringify = () => forged; },
        () => { "use strict"; globalThis.Deno = { stdout: {} }; },
        () => { "use strict"; Object.defineProperty(Deno, "stdout", { value: {} }); },

@@ -35,6 +35,14 @@ function sealStdio(): void {
         } catch { /* not configurable: already fixed */ }
       }
     }
+    // The web streams over the same descriptors (`Deno.stdout.writable`) would bypass it too.
+    for (const name of ["readable", "writable"]) {
+      for (const target of [stream, proto]) {
+        try {
+          Object.defineProperty(target, name, { get: refuse, configurable: false });
+        } catch { /* not configurable: already fixed */ }
+      }
+    }
     Object.freeze(proto);
     Object.freeze(stream);
   }
