@@ -19,8 +19,12 @@ export function execSandboxSpec(): SandboxSpec {
     env: {},
     cwd: "/",
     os: { ro: [], rw: [], protect: [], net: false },
+    maxRssMb: EXEC_MAX_RSS_MB,
   };
 }
+
+/** Memory one `pml:execute` may hold, array buffers included. */
+export const EXEC_MAX_RSS_MB = 512;
 
 /** The namespace of the warm-up's `mcp.*` calls: answered by the pool, never by a tool. */
 export const WARM_UP_NS = "pml_warm_up";

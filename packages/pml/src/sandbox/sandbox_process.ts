@@ -1,6 +1,7 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
+import { childPids } from "../procfs.ts";
 import {
   bwrapArgs,
   detectOsSandbox,
@@ -24,6 +25,11 @@ export interface SandboxSpec {
   readonly cwd: string;
   /** Heap limit in MiB. */
   readonly maxHeapMb?: number;
+  /**
+   * Resident memory limit in MiB, array buffers included (V8's heap limit does not count them):
+   * a watchdog reads the process's RSS every 100 ms and kills it above this.
+   */
+  readonly maxRssMb?: number;
   /**
    * The OS wall (bubblewrap) around the process, when the machine has one; without one the
    * process runs with its Deno flags only (the caller decides whether that is acceptable).
@@ -125,7 +131,9 @@ export class SandboxProcess {
     this.ready = new Promise((r) => (markReady = r));
     this.#readStdout(markReady);
     this.#readStderr(opts.onStderr ?? ((line) => console.error(`[sandbox] ${line}`)));
+    const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
     this.exited = this.#child.status.then((status) => {
+      clearInterval(watchdog);
       this.#alive = false;
       const why = this.#exitReason ||
         `the sandbox process exited (code ${status.code}${
@@ -193,6 +201,27 @@ export class SandboxProcess {
         ctx: { workspace: req.workspace },
       });
     });
+  }
+
+  /**
+   * Kills the process when its resident memory passes `limitMb`. The measured process is the Deno
+   * one: the child itself, or inside bubblewrap the Deno process under it (found once it exists).
+   */
+  #watchMemory(limitMb: number): ReturnType<typeof setInterval> {
+    let target: number | undefined;
+    const timer = setInterval(() => {
+      target ??= denoProcessUnder(this.#child.pid);
+      if (target === undefined) return;
+      const kb = rssKb(target);
+      if (kb !== undefined && kb > limitMb * 1024) {
+        this.#exitReason = `the sandbox used ${
+          Math.round(kb / 1024)
+        } MiB of memory (limit ${limitMb} MiB) and was stopped`;
+        this.kill();
+      }
+    }, 100);
+    Deno.unrefTimer(timer);
+    return timer;
   }
 
   /** Kills the process (SIGKILL). Calls in flight fail. */
@@ -275,4 +304,30 @@ export class SandboxProcess {
       );
     }
   }
+}
+
+/** Resident memory of `pid` in KiB, from `/proc/<pid>/status`. */
+function rssKb(pid: number): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `pid` itself when it runs Deno, else the first Deno process below it (bubblewrap's child). */
+function denoProcessUnder(pid: number): number | undefined {
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.shift()!;
+    try {
+      if (!Deno.readTextFileSync(`/proc/${p}/cmdline`).startsWith(`${Deno.execPath()}\0`)) {
+        stack.push(...childPids(p));
+        continue;
+      }
+      return p;
+    } catch { /* gone */ }
+  }
+  return undefined;
 }
