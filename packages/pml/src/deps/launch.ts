@@ -1,6 +1,14 @@
 import { PmlError } from "../errors.ts";
 import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
+import { controlFilePaths } from "../config/control_files.ts";
+import {
+  bwrapArgs,
+  detectOsSandbox,
+  type OsPolicy,
+  type OsSandboxStatus,
+  SANDBOX_DENO_DIR,
+} from "../sandbox/os_sandbox.ts";
 
 /** How to start a stdio server, as data: tests and `pml status` can inspect every grant. */
 export interface LaunchSpec {
@@ -89,6 +97,8 @@ export function denoLaunch(
     denoPath: string;
     denoDir: string;
     env: Readonly<Record<string, string>>;
+    /** Injectable for tests; detected once per process by default. */
+    osSandbox?: OsSandboxStatus;
   },
 ): LaunchSpec {
   const vars = { workspace: ctx.workspace, packageDir: installed.packageDir };
@@ -108,16 +118,39 @@ export function denoLaunch(
     installed.bin,
     ...x(serverArgs(meta)),
   ];
+  const env: Record<string, string> = {
+    NO_COLOR: "1",
+    DENO_NO_UPDATE_CHECK: "1",
+    DENO_DIR: ctx.denoDir,
+    ...pick(ctx.env, envNames),
+  };
+  const os = ctx.osSandbox ?? detectOsSandbox();
+  if (!os.available) {
+    return {
+      server: meta.server,
+      command: ctx.denoPath,
+      args,
+      env,
+      cwd: ctx.workspace,
+      mode: "deno",
+    };
+  }
+  // The OS wall (DESIGN §12): only its install folder and its declared grants exist for it, the
+  // control files stay read-only, and the network only when it declares hosts (Deno's --allow-net
+  // then narrows it to those).
+  const read = [installed.dir, ...x(meta.permissions.read)];
+  const write = x(meta.permissions.write);
+  const policy: OsPolicy = {
+    ro: [...read, ctx.workspace],
+    rw: write,
+    protect: controlFilePaths(ctx.workspace),
+    net: meta.permissions.net.length > 0,
+  };
   return {
     server: meta.server,
-    command: ctx.denoPath,
-    args,
-    env: {
-      NO_COLOR: "1",
-      DENO_NO_UPDATE_CHECK: "1",
-      DENO_DIR: ctx.denoDir,
-      ...pick(ctx.env, envNames),
-    },
+    command: os.bwrap,
+    args: bwrapArgs(policy, ctx.workspace, [ctx.denoPath, ...args], ctx.denoPath),
+    env: { ...env, DENO_DIR: SANDBOX_DENO_DIR },
     cwd: ctx.workspace,
     mode: "deno",
   };

@@ -75,6 +75,11 @@ export function bwrapArgs(
   for (const path of policy.ro) args.push("--ro-bind-try", path, path);
   for (const path of policy.rw) args.push("--bind-try", path, path);
   for (const path of policy.protect) if (existsSync(path)) args.push("--ro-bind", path, path);
+  // A grant inside a control folder keeps its access (a dependency's own folder under
+  // `.pml/deps/`); the control files themselves stay read-only.
+  for (const path of policy.rw) {
+    if (policy.protect.some((p) => path.startsWith(`${p}/`))) args.push("--bind-try", path, path);
+  }
   args.push("--chdir", cwd, "--", ...command);
   return args;
 }

@@ -45,7 +45,11 @@ export function pidsWith(marker: string): number[] {
     if (!/^\d+$/.test(e.name)) continue;
     try {
       const cmdline = Deno.readTextFileSync(`/proc/${e.name}/cmdline`);
-      if (cmdline.includes(marker)) pids.push(Number(e.name));
+      // The Deno process itself: under the OS sandbox, bubblewrap's processes name the marker too.
+      if (
+        cmdline.includes(marker) && !cmdline.startsWith("/usr/bin/bwrap\0") &&
+        !/^[^\0]*\/bwrap\0/.test(cmdline)
+      ) pids.push(Number(e.name));
     } catch { /* exited meanwhile */ }
   }
   return pids;

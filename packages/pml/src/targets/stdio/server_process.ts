@@ -11,8 +11,19 @@ export interface ServerCallOptions {
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
 }
 
+/** Signals by number, for exit codes 128 + n (what bubblewrap reports when its child was killed). */
+const SIGNALS: Record<number, string> = {
+  2: "SIGINT",
+  6: "SIGABRT",
+  9: "SIGKILL",
+  11: "SIGSEGV",
+  15: "SIGTERM",
+};
+
 function describeExit(exit: ExitInfo): string {
-  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+  if (exit.signal) return `was killed by ${exit.signal}`;
+  const signal = exit.code > 128 ? SIGNALS[exit.code - 128] : undefined;
+  return signal ? `was killed by ${signal}` : `exited with code ${exit.code}`;
 }
 
 /**
