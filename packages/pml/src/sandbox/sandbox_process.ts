@@ -111,7 +111,8 @@ export class SandboxProcess {
     const env: Record<string, string> = { ...spec.env, DENO_NO_UPDATE_CHECK: "1" };
     if (confined) {
       // Inside the mount namespace the user's home and Deno cache do not exist: private ones.
-      env.DENO_DIR = SANDBOX_DENO_DIR;
+      // Unless the spec's Deno cache is bound in (registry modules need their cached npm imports).
+      if (!env.DENO_DIR || !spec.os!.ro.includes(env.DENO_DIR)) env.DENO_DIR = SANDBOX_DENO_DIR;
       env.TMPDIR = "/tmp";
       if (env.HOME !== undefined) env.HOME = SANDBOX_HOME;
     }

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { AuditLog } from "../../audit/audit.ts";
 import type { Config } from "../../config/config.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
@@ -239,6 +239,13 @@ export class DenoModuleTarget implements Target {
         DENO_V8_FLAGS: "--disallow-code-generation-from-strings",
       },
       cwd: "/",
+      // The OS wall: the module's run folder and Deno's cache (its pinned npm imports), read-only.
+      os: {
+        ro: [dirname(entry), join(this.#d.config.pmlHome, "deno")],
+        rw: [],
+        protect: [],
+        net: false,
+      },
     };
   }
 
