@@ -255,3 +255,22 @@ Deno.test("attack orphans: nothing a command starts outlives its timeout, its en
   );
   console.error("attack orphans: 9 ways to leave a process, none left one");
 });
+
+Deno.test("attack process_flood: a command that starts hundreds of processes is stopped; none is left; the shell works again", async () => {
+  await using ws = setUp();
+  await using client = await connectStdio(ws, { env: ENV });
+  const flood = await client.callTool({
+    name: "shell__exec",
+    arguments: { command: "for i in $(seq 1 600); do sleep 1011 & done; wait", timeout_ms: 60_000 },
+  });
+  assert(flood.isError, JSON.stringify(flood).slice(0, 300));
+  const message = ((flood as { content: { text?: string }[] }).content ?? []).map((c) => c.text)
+    .join("");
+  assertStringIncludes(message, "processes");
+  await waitFor(() => withMarker("sleep\x001011").length === 0, "the flood to be gone");
+  const ok = parse(
+    await client.callTool({ name: "shell__exec", arguments: { command: "echo back" } }),
+  );
+  assertEquals(ok.stdout, "back\n");
+  console.error("attack process_flood: 600 processes asked, stopped above 256, none left");
+});

@@ -1,7 +1,7 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
-import { childPids } from "../procfs.ts";
+import { childPids, liveProcesses } from "../procfs.ts";
 import {
   bwrapArgs,
   detectOsSandbox,
@@ -30,6 +30,11 @@ export interface SandboxSpec {
    * a watchdog reads the process's RSS every 100 ms and kills it above this.
    */
   readonly maxRssMb?: number;
+  /**
+   * Most processes the sandbox may hold while a call runs (a fork bomb): counted every 100 ms
+   * under the sandbox's own process, which is killed above it.
+   */
+  readonly maxProcesses?: number;
   /**
    * The OS wall (bubblewrap) around the process, when the machine has one; without one the
    * process runs with its Deno flags only (the caller decides whether that is acceptable).
@@ -133,8 +138,10 @@ export class SandboxProcess {
     this.#readStdout(markReady);
     this.#readStderr(opts.onStderr ?? ((line) => console.error(`[sandbox] ${line}`)));
     const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
+    const pidWatch = spec.maxProcesses ? this.#watchProcesses(spec.maxProcesses) : undefined;
     this.exited = this.#child.status.then((status) => {
       clearInterval(watchdog);
+      clearInterval(pidWatch);
       this.#alive = false;
       const why = this.#exitReason ||
         `the sandbox process exited (code ${status.code}${
@@ -218,6 +225,21 @@ export class SandboxProcess {
         this.#exitReason = `the sandbox used ${
           Math.round(kb / 1024)
         } MiB of memory (limit ${limitMb} MiB) and was stopped`;
+        this.kill();
+      }
+    }, 100);
+    Deno.unrefTimer(timer);
+    return timer;
+  }
+
+  /** Kills the sandbox when, during a call, more than `limit` processes run under it. */
+  #watchProcesses(limit: number): ReturnType<typeof setInterval> {
+    const timer = setInterval(() => {
+      if (this.#pending.size === 0) return; // idle: nothing of a command can run
+      const count = descendantCount(this.#child.pid);
+      if (count > limit) {
+        this.#exitReason =
+          `the sandbox ran more than ${limit} processes (${count}) and was stopped`;
         this.kill();
       }
     }, 100);
@@ -331,4 +353,23 @@ function denoProcessUnder(pid: number): number | undefined {
     } catch { /* gone */ }
   }
   return undefined;
+}
+
+/** How many processes run below `pid` (one scan of `/proc`). */
+function descendantCount(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const p of liveProcesses()) {
+    const list = children.get(p.ppid);
+    if (list) list.push(p.pid);
+    else children.set(p.ppid, [p.pid]);
+  }
+  let count = 0;
+  const stack = [pid];
+  while (stack.length) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      count++;
+      stack.push(child);
+    }
+  }
+  return count;
 }

@@ -43,6 +43,9 @@ function metaOf(ns: string, action: string): StdToolMeta | undefined {
   return (mod?.__meta__.tools as Record<string, StdToolMeta> | undefined)?.[action];
 }
 
+/** Processes the shell sandbox may hold while commands run: a fork bomb stops there. */
+export const MAX_SHELL_PROCESSES = 256;
+
 /**
  * Runs the built-in tools (`filesystem`, `shell`) in warm sandbox subprocesses. Path arguments are
  * confined to the workspace (real paths, symlinks resolved) before dispatch; the sandbox's Deno
@@ -152,6 +155,7 @@ export class StdTarget implements Target {
           // What the shell's programs can reach: the workspace and the grants, nothing of the
           // user's home, no network, its own pid namespace (children die with the sandbox).
           os: { ro: [...sandbox.read], rw: writeRoots, protect, net: false },
+          maxProcesses: MAX_SHELL_PROCESSES,
         };
     }
   }
