@@ -18,7 +18,7 @@ export function execSandboxSpec(): SandboxSpec {
     run: false,
     env: {},
     cwd: "/",
-    os: { ro: [], rw: [], protect: [], net: false },
+    os: { ro: [], rw: [], protect: [], net: false, system: "libs" },
     maxRssMb: EXEC_MAX_RSS_MB,
   };
 }

@@ -23,10 +23,18 @@ export interface OsPolicy {
   readonly protect: readonly string[];
   /** Share the host's network (never for std tools). */
   readonly net: boolean;
+  /**
+   * Which system folders: `full` for programs (`shell:exec`, stdio dependencies: /usr, /bin, /etc,
+   * …), `libs` for Deno code alone (/usr and /lib*: no /etc, so a symlink raced to it finds nothing).
+   */
+  readonly system?: "full" | "libs";
 }
 
 /** System folders visible read-only inside every sandbox (those that exist). */
 export const SYSTEM_RO = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"] as const;
+
+/** What Deno itself needs of the system: its shared libraries. */
+export const SYSTEM_LIBS = ["/usr", "/lib", "/lib64", "/lib32"] as const;
 
 /** Inside the sandbox: an empty, private home and temp folder. */
 export const SANDBOX_HOME = "/tmp/home";
@@ -69,7 +77,8 @@ export function bwrapArgs(
     "--dir",
     SANDBOX_DENO_DIR,
   ];
-  for (const dir of SYSTEM_RO) if (existsSync(dir)) args.push("--ro-bind", dir, dir);
+  const system = policy.system === "libs" ? SYSTEM_LIBS : SYSTEM_RO;
+  for (const dir of system) if (existsSync(dir)) args.push("--ro-bind", dir, dir);
   args.push("--ro-bind", dirname(denoPath), dirname(denoPath));
   for (const dir of PML_CODE) args.push("--ro-bind", dir, dir);
   for (const path of policy.ro) args.push("--ro-bind-try", path, path);

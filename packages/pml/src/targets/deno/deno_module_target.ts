@@ -245,6 +245,7 @@ export class DenoModuleTarget implements Target {
         rw: [],
         protect: [],
         net: false,
+        system: "libs",
       },
     };
   }

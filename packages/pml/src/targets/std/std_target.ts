@@ -130,7 +130,7 @@ export class StdTarget implements Target {
           run: false,
           env: base,
           cwd: workspace,
-          os: { ro: readRoots, rw: [], protect: [], net: false },
+          os: { ro: readRoots, rw: [], protect: [], net: false, system: "libs" },
         };
       case "write":
         return {
@@ -141,7 +141,7 @@ export class StdTarget implements Target {
           run: false,
           env: base,
           cwd: workspace,
-          os: { ro: readRoots, rw: writeRoots, protect, net: false },
+          os: { ro: readRoots, rw: writeRoots, protect, net: false, system: "libs" },
         };
       case "run":
         return {
