@@ -177,6 +177,22 @@ Deno.test("attack control_files via shell: read-only binds, and created ones are
   console.error(`attack control_files via shell: ${attempts.length} attempts, none got through`);
 });
 
+/** Ways a command can leave a process behind when it ends. */
+const DETACHED = [
+  "sleep 1003 &",
+  "(sleep 1004 &)",
+  "nohup sleep 1005 >/dev/null 2>&1 &",
+  "setsid sleep 1006 >/dev/null 2>&1 < /dev/null &",
+  "sh -c 'sleep 1007 &' &",
+  "setsid -f sleep 1012 >/dev/null 2>&1 < /dev/null",
+  "(setsid sh -c 'sleep 1013 & sleep 1014' >/dev/null 2>&1 < /dev/null &)",
+  "setsid sh -c 'while :; do sleep 1015 & sleep 0.01; done' >/dev/null 2>&1 < /dev/null &",
+  "setsid sh -c 'sleep 1016; echo {} > .mcp.json' >/dev/null 2>&1 < /dev/null & echo started",
+  "setsid nohup sh -c 'trap \"\" HUP TERM; sleep 1017' >/dev/null 2>&1 < /dev/null &",
+  "perl -e 'use POSIX; fork and exit; POSIX::setsid(); exec q(sleep), 1018' &",
+  "/usr/bin/python3 -c \"import os,time; os.fork() and os._exit(0); os.setsid(); os.execvp('sleep', ['sleep', '1019'])\"",
+];
+
 Deno.test("attack orphans: nothing a command starts outlives its timeout, its end, pml's stdin or a SIGKILL of pml", async () => {
   await using ws = setUp();
   {
@@ -189,29 +205,41 @@ Deno.test("attack orphans: nothing a command starts outlives its timeout, its en
       }),
     );
     assert(held.timedOut, JSON.stringify(held));
-    // 2. A command that ends but leaves children behind, in every way a shell can.
-    for (
-      const command of [
-        "sleep 1003 &",
-        "(sleep 1004 &)",
-        "nohup sleep 1005 >/dev/null 2>&1 &",
-        "setsid sleep 1006 >/dev/null 2>&1 < /dev/null &",
-        "sh -c 'sleep 1007 &' &",
-      ]
-    ) {
+    // 2. A command that ends but leaves children behind, in every way a shell can: the group and
+    // what left it (`setsid`, double forks, a detached loop that keeps forking) are gone by the
+    // time the result arrives.
+    const markers = [
+      "1001",
+      "1002",
+      "1003",
+      "1004",
+      "1005",
+      "1006",
+      "1007",
+      "1012",
+      "1013",
+      "1014",
+      "1015",
+      "1016",
+    ]
+      .concat(["1017", "1018", "1019"]);
+    for (const command of DETACHED) {
       await client.callTool({ name: "shell__exec", arguments: { command } });
+      const left = markers.flatMap((m) => withMarker(`sleep\0${m}`));
+      assertEquals(left, [], `"${command}" left processes behind: ${left.join(", ")}`);
     }
-    for (const m of ["1001", "1002", "1003", "1004", "1005"]) {
-      await waitFor(() => withMarker(`sleep\0${m}`).length === 0, `sleep ${m} to be gone`);
-    }
-    // 3. `setsid` escapes the group but not the sandbox: it ends when pml's stdin closes.
+    // 3. A command that detaches a process does not take another command still running down.
+    const running = client.callTool({
+      name: "shell__exec",
+      arguments: { command: "sleep 0.5; echo still-running" },
+    });
     await client.callTool({
       name: "shell__exec",
       arguments: { command: "setsid sleep 1008 >/dev/null 2>&1 < /dev/null & echo ok" },
     });
+    assertEquals(parse(await running).stdout, "still-running\n");
+    assertEquals(withMarker("sleep\x001008"), []);
   }
-  await waitFor(() => withMarker("sleep\x001006").length === 0, "sleep 1006 after stdin close");
-  await waitFor(() => withMarker("sleep\x001008").length === 0, "sleep 1008 after stdin close");
 
   // 4. SIGKILL of pml: the sandbox and everything in it die with it.
   const child = new Deno.Command(PML_BIN, {
@@ -253,7 +281,7 @@ Deno.test("attack orphans: nothing a command starts outlives its timeout, its en
     () => withMarker("sleep\x001009").length + withMarker("sleep\x001010").length === 0,
     "everything to die with pml",
   );
-  console.error("attack orphans: 9 ways to leave a process, none left one");
+  console.error(`attack orphans: ${DETACHED.length + 3} ways to leave a process, none left one`);
 });
 
 Deno.test("attack process_flood: a command that starts hundreds of processes is stopped; none is left; the shell works again", async () => {

@@ -98,23 +98,28 @@ export type OsSandboxStatus =
   | { readonly available: true; readonly bwrap: string }
   | { readonly available: false; readonly reason: string };
 
-let detected: OsSandboxStatus | undefined;
+const detected = new Map<string, OsSandboxStatus>();
 
 /**
  * Finds `bwrap` on `PATH` and checks that it can create the namespaces (a container may refuse
- * user namespaces). Cached for the process.
+ * user namespaces). Cached for the process, per `PATH`.
  */
 export function detectOsSandbox(path = Deno.env.get("PATH") ?? "/usr/bin:/bin"): OsSandboxStatus {
-  if (detected) return detected;
+  let status = detected.get(path);
+  if (!status) detected.set(path, status = detect(path));
+  return status;
+}
+
+function detect(path: string): OsSandboxStatus {
   if (Deno.build.os !== "linux") {
-    return detected = {
+    return {
       available: false,
       reason: `no OS sandbox for ${Deno.build.os} yet (PML uses bubblewrap on Linux)`,
     };
   }
   const bwrap = path.split(":").map((d) => join(d, "bwrap")).find((p) => existsSync(p));
   if (!bwrap) {
-    return detected = {
+    return {
       available: false,
       reason: "bubblewrap is not installed (Debian/Ubuntu: `sudo apt-get install bubblewrap`)",
     };
@@ -127,13 +132,13 @@ export function detectOsSandbox(path = Deno.env.get("PATH") ?? "/usr/bin:/bin"):
     }).outputSync();
     if (!out.success) {
       const why = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
-      return detected = {
+      return {
         available: false,
         reason: `bubblewrap cannot create namespaces here (${why || `exit ${out.code}`})`,
       };
     }
   } catch (err) {
-    return detected = { available: false, reason: `bubblewrap failed: ${(err as Error).message}` };
+    return { available: false, reason: `bubblewrap failed: ${(err as Error).message}` };
   }
-  return detected = { available: true, bwrap };
+  return { available: true, bwrap };
 }

@@ -1,6 +1,10 @@
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
-import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
+import { createAuditLog } from "../audit/audit.ts";
+import { createRoutingResolver } from "../routing/routing.ts";
+import { StdTarget } from "../targets/std/std_target.ts";
+import { gatewayFor, tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
 import { bwrapArgs, detectOsSandbox } from "./os_sandbox.ts";
+import { SandboxPool } from "./pool.ts";
 
 Deno.test("bwrapArgs: namespaces, read-only system, grants as given, control files over them", async () => {
   await using ws = tempWorkspace();
@@ -34,10 +38,29 @@ Deno.test("bwrapArgs: namespaces, read-only system, grants as given, control fil
 });
 
 Deno.test("detectOsSandbox: a PATH without bwrap says what to install", () => {
-  // A fresh detection (the cache holds the real one): only the missing-binary branch is reachable.
   const status = detectOsSandbox("/nonexistent");
-  if (status.available) return; // cached from an earlier detection in this process
-  assertStringIncludes(status.reason, "bubblewrap");
+  assert(!status.available);
+  assertStringIncludes(status.reason, "bubblewrap is not installed");
+  assertStringIncludes(status.reason, "apt-get install bubblewrap");
+});
+
+Deno.test("detectOsSandbox: a bwrap that cannot create namespaces is reported with its error", async () => {
+  await using ws = tempWorkspace();
+  // A stand-in for a bubblewrap refused by the machine (no user namespaces in a container).
+  ws.write(
+    "bin/bwrap",
+    "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+  );
+  Deno.chmodSync(`${ws.dir}/bin/bwrap`, 0o755);
+  const status = detectOsSandbox(`${ws.dir}/bin`);
+  assert(!status.available);
+  assertStringIncludes(status.reason, "cannot create namespaces");
+  assertStringIncludes(status.reason, "uid map: Permission denied");
+});
+
+Deno.test("detectOsSandbox: this machine's bwrap works (the suite needs it: .ci/run installs it)", () => {
+  const status = detectOsSandbox();
+  assert(status.available, status.available ? "" : status.reason);
 });
 
 const SHELL = { permissions: { allow: ["shell"] } };
@@ -65,4 +88,41 @@ Deno.test("shell:exec with sandbox.unconfined runs and says so in its result", a
   assert(!r.isError, textOf(r));
   assertStringIncludes(textOf(r), "ran UNCONFINED");
   assertStringIncludes(textOf(r), '"stdout":"hi\\n"');
+});
+
+Deno.test("shell:exec: a timeout_ms past the host's own timeout gets its time (the sandbox is not killed first)", async () => {
+  await using ws = tempWorkspace(SHELL);
+  const pool = new SandboxPool();
+  const std = new StdTarget({
+    config: testConfig(ws),
+    pool,
+    audit: createAuditLog(ws.dir),
+    routing: createRoutingResolver(),
+    timeoutMs: 200,
+  });
+  const ctx = {
+    callTool: () => Promise.reject(new Error("no nested calls here")),
+    ask: () => Promise.reject(new Error("nothing to ask")),
+  };
+  try {
+    const r = await std.call({
+      toolId: "shell:exec",
+      ns: "shell",
+      action: "exec",
+      args: { command: "sleep 1; echo done", timeout_ms: 30_000 },
+    }, ctx);
+    assert(!r.isError, textOf(r));
+    assertStringIncludes(textOf(r), '"stdout":"done\\n"');
+    // Without one, the host's timeout holds.
+    const cut = await std.call({
+      toolId: "shell:exec",
+      ns: "shell",
+      action: "exec",
+      args: { command: "sleep 5" },
+    }, ctx);
+    assert(cut.isError);
+    assertStringIncludes(textOf(cut), "timed out after 200 ms");
+  } finally {
+    await pool.close();
+  }
 });

@@ -1,7 +1,7 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
-import { childPids, liveProcesses } from "../procfs.ts";
+import { childPids, liveProcesses, type ProcStat } from "../procfs.ts";
 import {
   bwrapArgs,
   detectOsSandbox,
@@ -96,6 +96,8 @@ export class SandboxProcess {
   #nextId = 1;
   #alive = true;
   #exitReason = "";
+  /** Runs inside bubblewrap (its pid namespace lets strays be found and killed). */
+  readonly #confined: boolean;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
@@ -112,6 +114,7 @@ export class SandboxProcess {
     const deno = opts.denoPath ?? Deno.execPath();
     const os = spec.os ? (opts.osSandbox ?? detectOsSandbox()) : undefined;
     const confined = spec.os && os?.available ? { policy: spec.os, bwrap: os.bwrap } : undefined;
+    this.#confined = confined !== undefined;
     // Deno's update check is a network lookup; a sandbox has no business with the network.
     const env: Record<string, string> = { ...spec.env, DENO_NO_UPDATE_CHECK: "1" };
     if (confined) {
@@ -247,6 +250,34 @@ export class SandboxProcess {
     return timer;
   }
 
+  /**
+   * Kills every process of the sandbox that is neither the runner nor below it: what a command
+   * detached from its process group (`setsid`, a double fork whose parent ended) is re-parented to
+   * the sandbox's init and would otherwise live until the sandbox ends. Called after each
+   * `shell:exec` command; the commands still running stay below the runner and are left alone.
+   * Returns how many processes were killed; inside bubblewrap only (0 otherwise). When strays keep
+   * appearing (a detached fork loop), the whole sandbox is stopped.
+   */
+  async killStrays(): Promise<number> {
+    if (!this.#confined || !this.#alive) return 0;
+    let killed = 0;
+    for (let round = 0; round < 50; round++) {
+      const strays = straysOf(this.#child.pid);
+      if (strays.length === 0) return killed;
+      for (const pid of strays) {
+        try {
+          Deno.kill(pid, "SIGKILL");
+          killed++;
+        } catch { /* already gone */ }
+      }
+      // Let the kills land (the sandbox's init reaps them) before looking again.
+      await new Promise((r) => setTimeout(r, round < 5 ? 1 : 10));
+    }
+    this.#exitReason = "processes a command detached kept starting others; the sandbox was stopped";
+    await this.close();
+    return killed;
+  }
+
   /** Kills the process (SIGKILL). Calls in flight fail. */
   kill(): void {
     if (!this.#alive) return;
@@ -353,6 +384,33 @@ function denoProcessUnder(pid: number): number | undefined {
     } catch { /* gone */ }
   }
   return undefined;
+}
+
+/**
+ * The live processes under the bubblewrap process `outer` that are neither bubblewrap nor the
+ * runner (the first process bubblewrap's init started) nor below the runner.
+ */
+function straysOf(outer: number): number[] {
+  const children = new Map<number, ProcStat[]>();
+  for (const p of liveProcesses()) {
+    const list = children.get(p.ppid);
+    if (list) list.push(p);
+    else children.set(p.ppid, [p]);
+  }
+  // outer bwrap → bwrap as the namespace's init → runner; orphans are re-parented to the init.
+  const strays: number[] = [];
+  for (const init of children.get(outer) ?? []) {
+    const below = [...(children.get(init.pid) ?? [])].sort((a, b) =>
+      Number(a.start) - Number(b.start)
+    );
+    const stack = below.slice(1).map((p) => p.pid); // below[0] is the runner
+    while (stack.length) {
+      const pid = stack.pop()!;
+      strays.push(pid);
+      for (const c of children.get(pid) ?? []) stack.push(c.pid);
+    }
+  }
+  return strays;
 }
 
 /** How many processes run below `pid` (one scan of `/proc`). */

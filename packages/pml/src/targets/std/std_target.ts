@@ -34,6 +34,8 @@ export const STD_MODULES = { filesystem, shell } as const;
 
 const ENTRY = join(import.meta.dirname!, "..", "..", "sandbox", "std_entry.ts");
 const DEFAULT_TIMEOUT_MS = 120_000;
+/** What a command past its own `timeout_ms` gets before its sandbox is killed. */
+const SHELL_TIMEOUT_MARGIN_MS = 10_000;
 
 /** Deno error classes that mean the sandbox refused an operation. */
 const VIOLATIONS = new Set(["NotCapable", "PermissionDenied"]);
@@ -214,8 +216,11 @@ export class StdTarget implements Target {
     try {
       const value = await proc.call(
         { ns: call.ns, action: call.action, args, workspace: this.#config.workspace },
-        { timeoutMs: this.#timeoutMs, onMcp: ctx.callTool },
-      );
+        { timeoutMs: this.#hostTimeoutMs(meta.access, args), onMcp: ctx.callTool },
+      ).finally(async () => {
+        // What the command detached from its group (`setsid`) ends with the command too.
+        if (meta.access === "run") await proc.killStrays();
+      });
       const created = await this.#removeCreatedControlFiles(call.toolId, missingControl);
       const result = toCallToolResult(value);
       if (!unconfinedNote && !created) return result;
@@ -237,6 +242,19 @@ export class StdTarget implements Target {
 
   async close(): Promise<void> {
     // The pool is shared and closed by its owner (the gateway).
+  }
+
+  /**
+   * How long the host waits before it kills the sandbox: a `shell:exec` command ends itself at its
+   * `timeout_ms` (up to 10 minutes), so the host waits that long plus a margin.
+   */
+  #hostTimeoutMs(access: Access, args: Record<string, unknown>): number {
+    const asked = args.timeout_ms;
+    // An invalid one is refused by the module itself, at once.
+    if (access !== "run" || typeof asked !== "number" || !(asked > 0 && asked <= 600_000)) {
+      return this.#timeoutMs;
+    }
+    return Math.max(this.#timeoutMs, asked + SHELL_TIMEOUT_MARGIN_MS);
   }
 
   #osSandbox(): OsSandboxStatus {
