@@ -47,7 +47,9 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
 function osSandboxLine(unconfined: boolean, path?: string): string {
   const os = detectOsSandbox(path);
   if (os.available) return `bubblewrap (${os.bwrap}): local tools run confined to the workspace`;
+  const rest =
+    "; the read/write tools, pml:execute and registry modules run with Deno's flags only";
   return unconfined
-    ? `NONE (${os.reason}); shell:exec runs UNCONFINED because .pml.json sets sandbox.unconfined`
-    : `NONE (${os.reason}); shell:exec is refused until it is installed`;
+    ? `NONE (${os.reason}); shell:exec and stdio dependencies run UNCONFINED because .pml.json sets sandbox.unconfined${rest}`
+    : `NONE (${os.reason}); shell:exec and stdio dependencies are refused until it is installed${rest}`;
 }

@@ -19,6 +19,31 @@ export interface LaunchSpec {
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
   readonly mode: "deno" | "command";
+  /**
+   * Set when a `deno` server runs without the OS wall (none here, and `.pml.json` sets
+   * `sandbox.unconfined`): why, for the note every result of it carries.
+   */
+  readonly unconfined?: string;
+}
+
+/**
+ * Why an npm server cannot start here, or `undefined` when it can: it needs the OS sandbox (its
+ * code is a third party's) unless `.pml.json` accepts running it unconfined.
+ */
+export function osWallRefusal(
+  server: string,
+  os: OsSandboxStatus,
+  unconfined: boolean,
+): string | undefined {
+  if (os.available || unconfined) return undefined;
+  return `"${server}" was not started: a stdio dependency runs inside the OS sandbox, and this ` +
+    `machine has none: ${os.reason}. Install it, or accept running it unconfined with ` +
+    `"sandbox": {"unconfined": true} in .pml.json.`;
+}
+
+/** The line every result of an unconfined server starts with. */
+export function unconfinedNote(reason: string): string {
+  return `[pml: ran UNCONFINED (${reason}); ".pml.json" sandbox.unconfined is set]\n`;
 }
 
 /** Variables never passed to a dependency, whatever it declares. */
@@ -99,6 +124,8 @@ export function denoLaunch(
     env: Readonly<Record<string, string>>;
     /** Injectable for tests; detected once per process by default. */
     osSandbox?: OsSandboxStatus;
+    /** `.pml.json` `sandbox.unconfined`: without an OS sandbox, run with Deno's flags only. */
+    unconfined?: boolean;
   },
 ): LaunchSpec {
   const vars = { workspace: ctx.workspace, packageDir: installed.packageDir };
@@ -126,6 +153,10 @@ export function denoLaunch(
   };
   const os = ctx.osSandbox ?? detectOsSandbox();
   if (!os.available) {
+    const refusal = osWallRefusal(meta.server, os, ctx.unconfined ?? false);
+    if (refusal) {
+      throw new PmlError("NO_OS_SANDBOX", refusal, { details: { server: meta.server } });
+    }
     return {
       server: meta.server,
       command: ctx.denoPath,
@@ -133,6 +164,7 @@ export function denoLaunch(
       env,
       cwd: ctx.workspace,
       mode: "deno",
+      unconfined: os.reason,
     };
   }
   // The OS wall (DESIGN §12): only its install folder and its declared grants exist for it, the

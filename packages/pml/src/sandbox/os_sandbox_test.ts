@@ -1,5 +1,6 @@
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { createAuditLog } from "../audit/audit.ts";
+import { NpmInstaller } from "../deps/installer.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
 import { StdTarget } from "../targets/std/std_target.ts";
 import { gatewayFor, tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
@@ -124,5 +125,43 @@ Deno.test("shell:exec: a timeout_ms past the host's own timeout gets its time (t
     assertStringIncludes(textOf(cut), "timed out after 200 ms");
   } finally {
     await pool.close();
+  }
+});
+
+/** Stdio dependencies install as users do (npm, its cache first). */
+const npm = new NpmInstaller({ env: Deno.env.toObject() });
+
+Deno.test("stdio dependency without an OS sandbox: refused with what to install, before anything is asked or installed", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["memory"] } });
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, {
+    stdio: { installer: npm, osSandbox: MISSING() },
+    elicit: (m) => (asked.push(m), "yes"),
+  });
+  const r = await g.client.callTool({ name: "memory__read_graph", arguments: {} });
+  assert(r.isError);
+  assertStringIncludes(textOf(r), '"memory" was not started');
+  assertStringIncludes(textOf(r), "bubblewrap is not installed");
+  assertStringIncludes(textOf(r), '"unconfined": true');
+  assertEquals((r.structuredContent as { code?: string }).code, "NO_OS_SANDBOX");
+  assertEquals(asked, [], "nothing was asked");
+  assert(!(await Deno.stat(`${ws.dir}/.pml/deps`).catch(() => false)), "nothing was installed");
+  assertStringIncludes(ws.read(".pml/audit.log"), "no OS sandbox");
+});
+
+Deno.test("stdio dependency with sandbox.unconfined and no OS sandbox: runs, and every result says so", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["memory"] },
+    sandbox: { unconfined: true },
+  });
+  await using g = await gatewayFor(ws, {
+    stdio: { installer: npm, osSandbox: MISSING() },
+    elicit: () => "yes",
+  });
+  for (let i = 0; i < 2; i++) {
+    const r = await g.client.callTool({ name: "memory__read_graph", arguments: {} });
+    assert(!r.isError, textOf(r));
+    assert(textOf(r).startsWith("[pml: ran UNCONFINED (bubblewrap is not installed (test))"));
+    assertStringIncludes(textOf(r), "entities");
   }
 });

@@ -124,6 +124,13 @@ export class SandboxProcess {
       env.TMPDIR = "/tmp";
       if (env.HOME !== undefined) env.HOME = SANDBOX_HOME;
     }
+    // Without the OS wall, a sandbox meant to have one and given no Deno cache would use the
+    // user's (its `location_data` holds `localStorage` and the Cache API): a private one instead,
+    // removed when the process ends.
+    const privateDenoDir = !confined && spec.os && env.DENO_DIR === undefined
+      ? Deno.makeTempDirSync({ prefix: "pml-sandbox-deno-" })
+      : undefined;
+    if (privateDenoDir) env.DENO_DIR = privateDenoDir;
     this.#child = new Deno.Command(confined ? confined.bwrap : deno, {
       args: confined
         ? bwrapArgs(confined.policy, spec.cwd, [deno, ...sandboxFlags(spec)], deno)
@@ -143,6 +150,11 @@ export class SandboxProcess {
     const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
     const pidWatch = spec.maxProcesses ? this.#watchProcesses(spec.maxProcesses) : undefined;
     this.exited = this.#child.status.then((status) => {
+      if (privateDenoDir) {
+        try {
+          Deno.removeSync(privateDenoDir, { recursive: true });
+        } catch { /* already gone */ }
+      }
       clearInterval(watchdog);
       clearInterval(pidWatch);
       this.#alive = false;

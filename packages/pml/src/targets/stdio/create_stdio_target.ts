@@ -6,6 +6,7 @@ import { type Installer, NpmInstaller } from "../../deps/installer.ts";
 import type { MetadataSource } from "../../deps/metadata.ts";
 import { CatalogueSource, ChainSource, PrivateMcpSource } from "../../deps/sources.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
+import type { OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
 import type { Clock } from "./clock.ts";
 import { PidFile } from "./pid_file.ts";
 import { StdioProcessManager, type Supervision } from "./process_manager.ts";
@@ -22,6 +23,8 @@ export interface StdioOptions {
   /** Install folder (default `<workspace>/.pml/deps`). */
   readonly depsDir?: string;
   readonly denoPath?: string;
+  /** The OS sandbox as detected (default: look for bubblewrap once). */
+  readonly osSandbox?: OsSandboxStatus;
 }
 
 /**
@@ -55,6 +58,8 @@ export function createStdioTarget(
     denoPath: opts.denoPath ?? Deno.execPath(),
     denoDir: join(config.pmlHome, "deno"),
     callTimeoutMs: opts.callTimeoutMs,
+    unconfined: config.sandbox.unconfined,
+    osSandbox: opts.osSandbox,
   });
   return { target, manager };
 }

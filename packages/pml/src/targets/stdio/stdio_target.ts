@@ -9,7 +9,10 @@ import {
   type LaunchSpec,
   missingEnv,
   missingEnvMessage,
+  osWallRefusal,
+  unconfinedNote,
 } from "../../deps/launch.ts";
+import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
 import type { DependencyMeta, MetadataSource } from "../../deps/metadata.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision } from "../../permission/approvals.ts";
@@ -40,6 +43,10 @@ export interface StdioTargetDeps {
   readonly denoDir: string;
   /** Per-call timeout (default 60 s). */
   readonly callTimeoutMs?: number;
+  /** `.pml.json` `sandbox.unconfined`: npm servers may run without the OS sandbox. */
+  readonly unconfined?: boolean;
+  /** Injectable for tests (default: look for bubblewrap once). */
+  readonly osSandbox?: OsSandboxStatus;
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
@@ -105,6 +112,26 @@ export class StdioTarget implements Target {
         server: meta.server,
         missing,
       });
+    }
+    if (meta.package) {
+      // An npm server is a third party's code: it runs inside the OS sandbox, or not at all
+      // (unless .pml.json accepts it unconfined). Said before anything is asked or installed.
+      const refusal = osWallRefusal(
+        meta.server,
+        this.#d.osSandbox ?? detectOsSandbox(),
+        this.#d.unconfined ?? false,
+      );
+      if (refusal) {
+        await this.#d.audit.write("sandbox_violation", {
+          tool: call.toolId,
+          message: `refused: no OS sandbox`,
+        });
+        return errorResult(refusal, {
+          status: "error",
+          code: "NO_OS_SANDBOX",
+          server: meta.server,
+        });
+      }
     }
     const pin = pinOf(meta);
     const ready = this.#ready.get(meta.server);
@@ -230,6 +257,19 @@ export class StdioTarget implements Target {
   }
 
   async #run(spec: LaunchSpec, call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+    const result = await this.#callServer(spec, call, ctx);
+    if (!spec.unconfined) return result;
+    return {
+      ...result,
+      content: [{ type: "text", text: unconfinedNote(spec.unconfined) }, ...result.content],
+    };
+  }
+
+  async #callServer(
+    spec: LaunchSpec,
+    call: ToolCall,
+    ctx: CallContext,
+  ): Promise<CallToolResult> {
     try {
       return await this.#d.manager.call(spec, call.toolId, call.action, call.args, {
         timeoutMs: this.#d.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
