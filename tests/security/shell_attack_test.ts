@@ -177,6 +177,58 @@ Deno.test("attack control_files via shell: read-only binds, and created ones are
   console.error(`attack control_files via shell: ${attempts.length} attempts, none got through`);
 });
 
+Deno.test("attack control_files via shell: control files that appear mid-session, and folders moved from under them", async () => {
+  await using ws = setUp();
+  ws.write(".vscode/mcp.json", '{"servers":{}}');
+  ws.write(".vscode/settings.json", "{}");
+  await using client = await connectStdio(ws, { env: ENV });
+  const shell = (command: string) =>
+    client.callTool({ name: "shell__exec", arguments: { command } });
+  // The shell's sandbox is started and warm; then the human runs `pml init` for more clients.
+  assertEquals(parse(await shell("echo warm")).stdout, "warm\n");
+  ws.write(".mcp.json", '{"mcpServers":{}}');
+  ws.write(".mcp.json.backup", "{}");
+  ws.write(".cursor/mcp.json", '{"mcpServers":{}}');
+  ws.write(".gemini/settings.json", "{}");
+  ws.write(".codex/config.toml", "[mcp_servers.pml]\n");
+  const files = [
+    ".pml.json",
+    ".mcp.json",
+    ".mcp.json.backup",
+    ".vscode/mcp.json",
+    ".cursor/mcp.json",
+    ".gemini/settings.json",
+    ".codex/config.toml",
+  ];
+  const before = files.map((f) => ws.read(f));
+  const attempts = [
+    "echo x > .mcp.json",
+    "echo x > .mcp.json.backup",
+    "echo x > .cursor/mcp.json",
+    "rm -f .gemini/settings.json",
+    "echo x >> .codex/config.toml",
+    "mv .vscode vscode-moved && mkdir .vscode && echo x > .vscode/mcp.json",
+    "mv .cursor cursor-moved; mkdir -p .cursor; echo x > .cursor/mcp.json",
+    "rm -rf .gemini; mkdir .gemini; echo x > .gemini/settings.json",
+    "mv .codex c2; mkdir .codex; echo x > .codex/config.toml",
+    "mv .mcp.json m.json; echo x > .mcp.json",
+  ];
+  for (const command of attempts) await shell(command);
+  assertEquals(files.map((f) => ws.read(f)), before);
+  for (const moved of ["vscode-moved", "cursor-moved", "c2", "m.json"]) {
+    assert(!(await Deno.stat(join(ws.dir, moved)).catch(() => false)), `${moved} exists`);
+  }
+  // The other files of those folders stay the tools' to change.
+  assertEquals(
+    parse(await shell("echo '{\"a\":1}' > .vscode/settings.json && echo ok")).stdout,
+    "ok\n",
+  );
+  assertEquals(ws.read(".vscode/settings.json"), '{"a":1}\n');
+  console.error(
+    `attack control_files via shell (mid-session, moved folders): ${attempts.length} attempts, none got through`,
+  );
+});
+
 /** Ways a command can leave a process behind when it ends. */
 const DETACHED = [
   "sleep 1003 &",

@@ -83,7 +83,17 @@ export function bwrapArgs(
   for (const dir of PML_CODE) args.push("--ro-bind", dir, dir);
   for (const path of policy.ro) args.push("--ro-bind-try", path, path);
   for (const path of policy.rw) args.push("--bind-try", path, path);
-  for (const path of policy.protect) if (existsSync(path)) args.push("--ro-bind", path, path);
+  const protect = policy.protect.filter((path) => existsSync(path));
+  // The folder of a protected file (`.vscode/` of `.vscode/mcp.json`) is bound onto itself: a
+  // mount point cannot be renamed or removed, so the file cannot be moved away with its folder
+  // and replaced. Its other files stay writable.
+  const folders = new Set(protect.map((path) => dirname(path)));
+  for (const dir of folders) {
+    if (!policy.rw.includes(dir) && policy.rw.some((root) => dir.startsWith(`${root}/`))) {
+      args.push("--bind", dir, dir);
+    }
+  }
+  for (const path of protect) args.push("--ro-bind", path, path);
   // A grant inside a control folder keeps its access (a dependency's own folder under
   // `.pml/deps/`); the control files themselves stay read-only.
   for (const path of policy.rw) {

@@ -34,6 +34,17 @@ Deno.test("bwrapArgs: namespaces, read-only system, grants as given, control fil
   assertStringIncludes(text, `--ro-bind ${ws.dir}/.pml.json`);
   assert(!text.includes(".nope"));
   assert(!/bind(-try)? \/(home|root)\b/.test(text), "no home folder is bound");
+  // The folder of a nested control file is a mount point of its own (cannot be moved away).
+  ws.write(".vscode/mcp.json", "{}");
+  const nested = bwrapArgs(
+    { ro: [], rw: [ws.dir], protect: [`${ws.dir}/.vscode/mcp.json`], net: false },
+    ws.dir,
+    ["x"],
+  ).join(" ");
+  const folder = nested.indexOf(`--bind ${ws.dir}/.vscode ${ws.dir}/.vscode`);
+  assert(folder > nested.indexOf(`--bind-try ${ws.dir} ${ws.dir}`), nested);
+  assert(nested.indexOf(`--ro-bind ${ws.dir}/.vscode/mcp.json`) > folder, nested);
+  assert(!text.includes(`--bind ${ws.dir} `), "the workspace is not bound twice");
   assertEquals(args.slice(-4), ["--", "deno", "run", "x.ts"]);
   assert(bwrapArgs({ ro: [], rw: [], protect: [], net: true }, "/", ["x"]).includes("--share-net"));
 });
@@ -163,5 +174,37 @@ Deno.test("stdio dependency with sandbox.unconfined and no OS sandbox: runs, and
     assert(!r.isError, textOf(r));
     assert(textOf(r).startsWith("[pml: ran UNCONFINED (bubblewrap is not installed (test))"));
     assertStringIncludes(textOf(r), "entities");
+  }
+});
+
+Deno.test("pool: a sandbox whose OS policy changed is replaced; the old one finishes its call, then ends", async () => {
+  await using ws = tempWorkspace(SHELL);
+  const pool = new SandboxPool({ onStderr: () => {} });
+  const std = new StdTarget({
+    config: testConfig(ws),
+    pool,
+    audit: createAuditLog(ws.dir),
+    routing: createRoutingResolver(),
+  });
+  try {
+    const before = std.specFor("run");
+    const old = pool.get(before);
+    const running = old.call({
+      ns: "shell",
+      action: "exec",
+      args: { command: "sleep 0.3; echo finished" },
+      workspace: ws.dir,
+    }, { timeoutMs: 20_000 });
+    ws.write(".mcp.json", "{}"); // the human adds a control file: it must be bound read-only
+    const after = std.specFor("run");
+    assert(after.os!.protect.includes(`${ws.dir}/.mcp.json`));
+    const fresh = pool.get(after);
+    assert(fresh !== old, "a new sandbox for the new policy");
+    assertEquals(pool.get(after), fresh, "and it is kept");
+    assertEquals((await running as { stdout: string }).stdout, "finished\n");
+    await old.exited;
+    assert(fresh.alive);
+  } finally {
+    await pool.close();
   }
 });

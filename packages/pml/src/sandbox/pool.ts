@@ -6,6 +6,8 @@ import { sandboxFlags, SandboxProcess, type SandboxSpec } from "./sandbox_proces
  */
 export class SandboxPool {
   #procs = new Map<string, SandboxProcess>();
+  /** Replaced processes that still finish their calls in flight. */
+  #retired = new Set<SandboxProcess>();
   #closed = false;
   readonly #opts: ConstructorParameters<typeof SandboxProcess>[1];
 
@@ -13,11 +15,22 @@ export class SandboxPool {
     this.#opts = opts;
   }
 
-  /** The live process for `spec`, started if needed. */
+  /**
+   * The live process for `spec`, started if needed. A process started for the same flags under
+   * another OS policy (a control file appeared since, so it must now be bound read-only) is
+   * replaced, and ends once its calls in flight are done.
+   */
   get(spec: SandboxSpec): SandboxProcess {
     if (this.#closed) throw new Error("Sandbox pool is closed");
     const key = JSON.stringify([sandboxFlags(spec), spec.env, spec.cwd]);
     let proc = this.#procs.get(key);
+    if (proc?.alive && JSON.stringify(proc.spec.os) !== JSON.stringify(spec.os)) {
+      const old = proc;
+      this.#retired.add(old);
+      old.exited.then(() => this.#retired.delete(old));
+      old.closeWhenIdle();
+      proc = undefined;
+    }
     if (!proc || !proc.alive) {
       proc = new SandboxProcess(spec, this.#opts);
       this.#procs.set(key, proc);
@@ -30,10 +43,11 @@ export class SandboxPool {
     return [...this.#procs.values()].filter((p) => p.alive);
   }
 
-  /** Kills every process and waits until all are reaped. */
+  /** Kills every process (replaced ones still finishing their calls included) and waits. */
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#procs.values()].map((p) => p.close()));
+    await Promise.all([...this.#procs.values(), ...this.#retired].map((p) => p.close()));
     this.#procs.clear();
+    this.#retired.clear();
   }
 }

@@ -96,6 +96,8 @@ export class SandboxProcess {
   #nextId = 1;
   #alive = true;
   #exitReason = "";
+  /** Replaced in its pool: it ends when its last call in flight does. */
+  #retiring = false;
   /** Runs inside bubblewrap (its pid namespace lets strays be found and killed). */
   readonly #confined: boolean;
   readonly ready: Promise<void>;
@@ -290,6 +292,12 @@ export class SandboxProcess {
     return killed;
   }
 
+  /** Ends the process once no call is in flight (at once when none is). */
+  closeWhenIdle(): void {
+    this.#retiring = true;
+    if (this.#pending.size === 0) void this.close();
+  }
+
   /** Kills the process (SIGKILL). Calls in flight fail. */
   kill(): void {
     if (!this.#alive) return;
@@ -345,6 +353,10 @@ export class SandboxProcess {
       clearTimeout(p.timer);
       if (msg.ok) p.resolve(msg.value);
       else p.reject(new SandboxError(msg.error));
+      if (this.#retiring && this.#pending.size === 0) {
+        // After the caller's own follow-up (a shell call kills its strays first) has run.
+        setTimeout(() => void this.close(), 0);
+      }
       return;
     }
     if (msg.t === "mcp") {

@@ -120,8 +120,10 @@ export class StdTarget implements Target {
     };
     const readRoots = [workspace, ...sandbox.read, ...sandbox.write];
     const writeRoots = [workspace, ...sandbox.write];
-    // Control files are bound read-only over the writable workspace (DESIGN §12).
-    const protect = controlFilePaths(workspace);
+    // Control files are bound read-only over the writable workspace (DESIGN §12). Only existing
+    // ones can be bound: when one appears (the human runs `pml init`), the policy changes and the
+    // pool starts a new sandbox for it.
+    const protect = controlFilePaths(workspace).filter((p) => existsSync(p));
     switch (access) {
       case "read":
         return {
