@@ -2,6 +2,8 @@
  * `filesystem:read_file` of a 4 KiB file over stdio: through `pml stdio` vs
  * `@modelcontextprotocol/server-filesystem` called directly, in the same run. Also spawn → first
  * `tools/list`, and resident memory of `pml stdio` with its sandboxes, idle and after 10,000 calls.
+ * Then a `shell:exec` round trip (in its bubblewrap sandbox, what it detached looked for after each
+ * command) vs spawning the same program directly from Deno.
  *
  *   deno run -A bench/stdio_bench.ts
  */
@@ -17,7 +19,7 @@ Deno.mkdirSync(join(ws, "home"));
 Deno.writeTextFileSync(join(ws, "file4k.txt"), "x".repeat(4095) + "\n");
 Deno.writeTextFileSync(
   join(ws, ".pml.json"),
-  JSON.stringify({ permissions: { allow: ["filesystem"], ask: [], deny: [] } }),
+  JSON.stringify({ permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] } }),
 );
 const env = { PATH: Deno.env.get("PATH") ?? "", HOME: join(ws, "home"), PML_WORKSPACE: ws };
 
@@ -107,6 +109,29 @@ console.log(
     (afterKb / 1024).toFixed(1)
   } MB (server-filesystem alone: ${(directKb / 1024).toFixed(1)} MB)`,
 );
+// shell:exec round trip: `true` run without a shell (args given) vs the same spawn done directly.
+const shellCall = async () => {
+  const r = await pml.client.callTool({
+    name: "shell__exec",
+    arguments: { command: "true", args: [] },
+  });
+  if (r.isError) throw new Error(`shell: ${JSON.stringify(r.content)}`);
+};
+const spawnTrue = async () => {
+  const out = await new Deno.Command("true", { stdout: "piped", stderr: "piped" }).output();
+  if (!out.success) throw new Error("true failed");
+};
+await timeCalls(shellCall, 20);
+await timeCalls(spawnTrue, 20);
+const shellLat: number[] = [];
+const spawnLat: number[] = [];
+for (let round = 0; round < 5; round++) {
+  shellLat.push(...await timeCalls(shellCall, 40));
+  spawnLat.push(...await timeCalls(spawnTrue, 40));
+}
+console.log(row("shell:exec `true`: pml stdio", shellLat, spawnLat));
+console.log(row("spawn `true` directly (Deno.Command)", spawnLat));
+
 await pml.client.close();
 await direct.client.close();
 await Deno.remove(ws, { recursive: true });

@@ -1,7 +1,7 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
-import { childPids, liveProcesses, type ProcStat } from "../procfs.ts";
+import { childPids, processAlive, type ProcStat, procStat } from "../procfs.ts";
 import {
   bwrapArgs,
   detectOsSandbox,
@@ -411,44 +411,58 @@ function denoProcessUnder(pid: number): number | undefined {
 }
 
 /**
+ * The children of `pid`, from `/proc/<pid>/task/<tid>/children` (a few small reads, where a scan
+ * of all `/proc` costs ~2 ms); from a scan of `/proc` when the kernel does not provide that file.
+ */
+function childrenOf(pid: number): number[] {
+  let tasks: Deno.DirEntry[];
+  try {
+    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)];
+  } catch {
+    return []; // gone
+  }
+  const out: number[] = [];
+  for (const task of tasks) {
+    let text: string;
+    try {
+      text = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`);
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound && processAlive(pid)) return childPids(pid);
+      continue;
+    }
+    for (const word of text.split(" ")) if (word) out.push(Number(word));
+  }
+  return out;
+}
+
+/**
  * The live processes under the bubblewrap process `outer` that are neither bubblewrap nor the
  * runner (the first process bubblewrap's init started) nor below the runner.
  */
 function straysOf(outer: number): number[] {
-  const children = new Map<number, ProcStat[]>();
-  for (const p of liveProcesses()) {
-    const list = children.get(p.ppid);
-    if (list) list.push(p);
-    else children.set(p.ppid, [p]);
-  }
   // outer bwrap → bwrap as the namespace's init → runner; orphans are re-parented to the init.
   const strays: number[] = [];
-  for (const init of children.get(outer) ?? []) {
-    const below = [...(children.get(init.pid) ?? [])].sort((a, b) =>
-      Number(a.start) - Number(b.start)
-    );
+  for (const init of childrenOf(outer)) {
+    const below = childrenOf(init)
+      .map((pid) => procStat(pid))
+      .filter((p): p is ProcStat => p !== undefined)
+      .sort((a, b) => Number(a.start) - Number(b.start));
     const stack = below.slice(1).map((p) => p.pid); // below[0] is the runner
     while (stack.length) {
       const pid = stack.pop()!;
-      strays.push(pid);
-      for (const c of children.get(pid) ?? []) stack.push(c.pid);
+      if (processAlive(pid)) strays.push(pid);
+      stack.push(...childrenOf(pid));
     }
   }
   return strays;
 }
 
-/** How many processes run below `pid` (one scan of `/proc`). */
+/** How many processes run below `pid`. */
 function descendantCount(pid: number): number {
-  const children = new Map<number, number[]>();
-  for (const p of liveProcesses()) {
-    const list = children.get(p.ppid);
-    if (list) list.push(p.pid);
-    else children.set(p.ppid, [p.pid]);
-  }
   let count = 0;
   const stack = [pid];
   while (stack.length) {
-    for (const child of children.get(stack.pop()!) ?? []) {
+    for (const child of childrenOf(stack.pop()!)) {
       count++;
       stack.push(child);
     }
