@@ -1,7 +1,8 @@
 /**
  * Real clients read what `pml init --client` writes: Gemini CLI connects to pml through
- * `.gemini/settings.json` (`gemini mcp list`), and Codex parses the `[mcp_servers.pml]` table
- * (`codex mcp get pml`). Private HOME, proxies on the egress trap.
+ * `.gemini/settings.json` (`gemini mcp list`) and passes it the BYOK variables the entry names,
+ * and Codex parses the `[mcp_servers.pml]` table (`codex mcp get pml`). Private HOME, proxies on
+ * the egress trap.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -73,5 +74,61 @@ Deno.test("codex mcp get: the table of `pml init --client codex` is read with it
   assertStringIncludes(get.out, `command: ${PML_BIN}`);
   assertStringIncludes(get.out, "TAVILY_API_KEY=*****");
   assert(!get.out.includes("workspaceFolder"));
+  assertEquals(trap.attempts, []);
+});
+
+Deno.test("gemini: the env of `pml init --client gemini` passes the BYOK variables .pml.json names, which Gemini hides otherwise", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem"] },
+    env: ["TAVILY_API_KEY", "EXA_API_KEY"],
+  });
+  const init = await run(PML_BIN, ["init", "--yes", "--client", "gemini"], ws.dir, {
+    HOME: ws.home,
+  });
+  assertEquals(init.code, 0, init.out);
+  const settingsPath = join(ws.dir, ".gemini", "settings.json");
+  const settings = JSON.parse(Deno.readTextFileSync(settingsPath));
+  const entry = settings.mcpServers.pml;
+  assertEquals(entry.env, { TAVILY_API_KEY: "${TAVILY_API_KEY}", EXA_API_KEY: "${EXA_API_KEY}" });
+
+  // The same entry with a command that records the environment Gemini starts it with.
+  const dump = join(ws.root, "env.txt");
+  const recorder = join(ws.root, "record-env");
+  Deno.writeTextFileSync(recorder, `#!/bin/sh\nenv > '${dump}'\nexit 1\n`);
+  Deno.chmodSync(recorder, 0o755);
+  const startedWith = async (pml: Record<string, unknown>) => {
+    Deno.writeTextFileSync(
+      settingsPath,
+      JSON.stringify({ ...settings, mcpServers: { pml: { ...pml, command: recorder } } }),
+    );
+    if (existsSync(dump)) Deno.removeSync(dump);
+    const list = await run(join(BIN, "gemini"), ["mcp", "list"], ws.dir, {
+      HOME: ws.home,
+      GEMINI_API_KEY: "scripted",
+      GEMINI_CLI_TRUST_WORKSPACE: "true",
+      TAVILY_API_KEY: "tvly-test",
+      GITHUB_TOKEN: "gh-test",
+      ...trap.env,
+    });
+    assertStringIncludes(list.out, "pml:", list.out);
+    return Object.fromEntries(
+      Deno.readTextFileSync(dump).split("\n").filter(Boolean).map((l) => {
+        const eq = l.indexOf("=");
+        return [l.slice(0, eq), l.slice(eq + 1)];
+      }),
+    );
+  };
+  const env = await startedWith(entry);
+  assertEquals(env.TAVILY_API_KEY, "tvly-test");
+  assertEquals(
+    env.EXA_API_KEY ?? "",
+    "",
+    "an unset variable arrives empty (PML treats it as unset)",
+  );
+  assert(!("GITHUB_TOKEN" in env), "a variable .pml.json does not name stays hidden");
+  // Without the entry's env, Gemini keeps the key from pml: the pass-through is needed.
+  const { env: _, ...bare } = entry;
+  assert(!("TAVILY_API_KEY" in await startedWith(bare)));
   assertEquals(trap.attempts, []);
 });
