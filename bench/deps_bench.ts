@@ -174,6 +174,8 @@ const pathEnv = { PATH: env.PATH ?? "/usr/bin:/bin", HOME: env.HOME ?? ws };
 const coldDeno = await coldStart(spec.command, spec.args, { ...spec.env });
 const coldNode = await coldStart("node", [inst.bin], pathEnv);
 const npxSpec = `${meta.package!.name}@${meta.package!.version}`;
+// npx reads other npm metadata than an install: one untimed run caches it (a fresh machine has none).
+await (await stdioClient("npx", ["--prefer-offline", "-y", npxSpec], pathEnv)).close();
 const coldNpx = await coldStart("npx", ["--offline", "-y", npxSpec], pathEnv);
 
 const p = (spec: LaunchSpec) => spec.args.filter((a) => a.startsWith("--allow")).join(" ");
