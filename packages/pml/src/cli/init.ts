@@ -3,8 +3,10 @@ import { CONFIG_FILE } from "../config/config.ts";
 import { saveApiKey } from "../config/credentials.ts";
 import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "../config/defaults.ts";
 import { readJsonObject, writeFileAtomic } from "../config/write_json.ts";
+import { PermissionsSchema } from "../config/schema.ts";
 import { resolveWorkspace } from "../config/workspace.ts";
 import { PmlError } from "../errors.ts";
+import { checkPermission } from "../permission/patterns.ts";
 import type { CliIo } from "./io.ts";
 import {
   type ClientName,
@@ -39,6 +41,19 @@ export const DEFAULT_BYOK_ENV = [
 /** Server namespaces that only compute (no side effects, no keys): allowed when cloud mode is set up. */
 export const PURE_SERVER_TOOLS = ["json", "math", "text", "pml:search"] as const;
 
+/**
+ * The patterns of `wanted` (namespaces or tool ids) that the `permissions` of an existing
+ * `.pml.json` ask for (built-in defaults when it has none; a deny is the user's choice). None when
+ * the field is invalid: loading the file says so.
+ */
+function askedOf(permissions: unknown, wanted: readonly string[]): string[] {
+  const parsed = PermissionsSchema.safeParse(permissions ?? DEFAULT_PERMISSIONS);
+  if (!parsed.success) return [];
+  // A namespace stands for its tools: `json` is checked as `json:<any action>`.
+  const id = (w: string) => w.includes(":") ? w : `${w}:any`;
+  return wanted.filter((w) => checkPermission(id(w), parsed.data) === "ask");
+}
+
 async function ask(io: CliIo, question: string): Promise<string> {
   return ((await io.prompt?.(question)) ?? "").trim();
 }
@@ -66,6 +81,16 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
   if (existing) {
     if (typeof existing.port === "number" && opts.port === undefined) port = existing.port;
     io.stdout(`Kept ${configPath} (it exists already)\n`);
+    if (apiKey) {
+      const asked = askedOf(existing.permissions, PURE_SERVER_TOOLS);
+      if (asked.length) {
+        io.stdout(
+          `Its permissions ask before every use of the server tools ${
+            asked.join(", ")
+          }; add them to "permissions.allow" to allow them\n`,
+        );
+      }
+    }
   } else {
     const file = {
       workspace: ".",

@@ -141,6 +141,33 @@ Deno.test("init --api-key allows the server's pure tools and leaves HTTP API MCP
   assert(!JSON.parse(local.read(".pml.json")).permissions.allow.includes("json"));
 });
 
+Deno.test("init --api-key with an existing .pml.json: kept as it is, says which server tools it asks for", async () => {
+  const hint = "ask before every use of the server tools";
+  const cases: [unknown, string | undefined][] = [
+    [{ permissions: { allow: ["filesystem"] } }, "json, math, text, pml:search"],
+    [{}, "json, math, text, pml:search"], // no permissions: the built-in defaults
+    [{ permissions: { allow: ["math", "pml"], ask: ["text:*"] } }, "json, text"],
+    [{ permissions: { allow: ["*"] } }, undefined],
+    [{ permissions: { allow: ["math", "text", "pml:search"], deny: ["json"] } }, undefined],
+    [{ permissions: { allow: "everything" } }, undefined], // invalid: loading it says so
+  ];
+  for (const [file, asked] of cases) {
+    await using ws = tempWorkspace(file);
+    const before = ws.read(".pml.json");
+    const run = io(ws);
+    assertEquals(await runCli(["init", "--yes", "--api-key", "k-1"], run.io), 0);
+    assertEquals(ws.read(".pml.json"), before, "an existing .pml.json is never rewritten");
+    const out = run.out.join("");
+    if (asked) assertStringIncludes(out, `${hint} ${asked};`, JSON.stringify(file));
+    else assert(!out.includes(hint), `${JSON.stringify(file)}: ${out}`);
+  }
+  // Without a key there are no server tools to talk about.
+  await using local = tempWorkspace({ permissions: { allow: [] } });
+  const run = io(local);
+  assertEquals(await runCli(["init", "--yes"], run.io), 0);
+  assert(!run.out.join("").includes(hint));
+});
+
 Deno.test("init: keeps other servers, backs up, and is idempotent", async () => {
   await using ws = tempWorkspace();
   const original = { mcpServers: { other: { command: "other-mcp" } }, extra: true };
