@@ -5,6 +5,7 @@
  * schemas, the call outputs). Every run has a private HOME and CODEX_HOME and its proxy variables
  * on the egress trap; the tests assert that only loopback was contacted.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   assert,
@@ -43,9 +44,13 @@ type Mode = "bypass" | "review" | "default";
 /** The MCP server entry: `pml stdio` for the workspace, or a URL (`pml serve`). */
 type Server = { stdio: Record<string, string> } | { url: string };
 
-/** Codex's user config: the scripted provider, PML, and nothing that calls its vendor's hosts. */
-function codexConfig(api: ResponsesApi, ws: { dir: string }, server: Server): string {
-  const entry = "url" in server ? [`url = ${toml(server.url)}`] : [
+/**
+ * Codex's user config: the scripted provider, PML (unless `server` is null: the project's own
+ * `.codex/config.toml` then names it, read when the project is trusted), and nothing that calls
+ * Codex's vendor.
+ */
+function codexConfig(api: ResponsesApi, ws: { dir: string }, server: Server | null): string {
+  const entry = server === null ? [] : "url" in server ? [`url = ${toml(server.url)}`] : [
     `command = ${toml(PML_BIN)}`,
     `args = ["stdio"]`,
     `env = { ${
@@ -66,8 +71,9 @@ function codexConfig(api: ResponsesApi, ws: { dir: string }, server: Server): st
     `base_url = ${toml(api.url)}`,
     `env_key = "SCRIPTED_KEY"`,
     `wire_api = "responses"`,
-    `[mcp_servers.pml]`,
-    ...entry,
+    `[projects.${toml(ws.dir)}]`,
+    `trust_level = ${toml(server === null ? "trusted" : "untrusted")}`,
+    ...(server === null ? [] : [`[mcp_servers.pml]`, ...entry]),
   ].join("\n") + "\n";
 }
 
@@ -75,13 +81,13 @@ async function runCodex(
   ws: { dir: string; home: string },
   api: ResponsesApi,
   trap: EgressTrap,
-  opts: { mode?: Mode; server?: Server } = {},
+  opts: { mode?: Mode; server?: Server | null } = {},
 ) {
   const codexHome = join(ws.home, "codex");
   Deno.mkdirSync(codexHome, { recursive: true });
   Deno.writeTextFileSync(
     join(codexHome, "config.toml"),
-    codexConfig(api, ws, opts.server ?? { stdio: {} }),
+    codexConfig(api, ws, opts.server === undefined ? { stdio: {} } : opts.server),
   );
   const mode = opts.mode ?? "bypass";
   const flags = {
@@ -104,6 +110,12 @@ async function runCodex(
   }).output();
   const dec = new TextDecoder();
   return { code: out.code, out: dec.decode(out.stdout) + dec.decode(out.stderr) };
+}
+
+/** PATH without any other `pml`, so that `pml init` names this checkout's launcher. */
+function pathWithoutPml(): string {
+  return (Deno.env.get("PATH") ?? "/usr/bin:/bin").split(":")
+    .filter((d) => !existsSync(join(d, "pml"))).join(":");
 }
 
 /** Only the scripted API on loopback was asked, and nothing reached the trap. */
@@ -393,5 +405,39 @@ Deno.test("codex exec over HTTP (pml serve): tools with schemas, a read, and an 
   const log = audit(ws);
   assertStringIncludes(log, '"elicitation":"cancel"');
   assert(!log.includes('"by":"user"'), log);
+  assertHermetic(api, trap);
+});
+
+Deno.test("codex exec in a trusted project runs pml from the .codex/config.toml of `pml init --client codex`: a read, and an ask write continued after approval_required", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace();
+  ws.write("notes.txt", "project notes");
+  const init = await new Deno.Command(PML_BIN, {
+    args: ["init", "--yes", "--client", "codex"],
+    cwd: ws.dir,
+    env: { PATH: pathWithoutPml(), HOME: ws.home, DENO_NO_UPDATE_CHECK: "1" },
+    clearEnv: true,
+    stdin: "null",
+  }).output();
+  assertEquals(init.code, 0, new TextDecoder().decode(init.stderr));
+  assertStringIncludes(ws.read(".codex/config.toml"), "[mcp_servers.pml]");
+  await using api = startResponsesApi([
+    {
+      calls: [
+        { name: "filesystem__read_file", args: { path: "notes.txt" } },
+        { name: "filesystem__write_file", args: { path: "out.txt", content: "from init" } },
+      ],
+    },
+    (request) => {
+      const id = workflowId(callOutputs(request).get("filesystem__write_file") ?? "");
+      return { calls: [{ name: "pml__continue", args: { workflow_id: id, decision: "yes" } }] };
+    },
+    { text: "done" },
+  ], { review: () => ({ outcome: "allow", risk_level: "low" }) });
+  const run = await runCodex(ws, api, trap, { mode: "review", server: null });
+  assertEquals(run.code, 0, run.out);
+  assert(namespaceFunctions(api.turns[0]).has("filesystem__read_file"), "pml's tools offered");
+  assertStringIncludes(callOutputs(api.turns[1]).get("filesystem__read_file")!, "project notes");
+  assertEquals(ws.read("out.txt"), "from init");
   assertHermetic(api, trap);
 });
