@@ -408,12 +408,13 @@ Deno.test("codex exec over HTTP (pml serve): tools with schemas, a read, and an 
   assertHermetic(api, trap);
 });
 
-Deno.test("codex exec in a trusted project runs pml from the .codex/config.toml of `pml init --client codex`: a read, and an ask write continued after approval_required", async () => {
+Deno.test("codex exec in a trusted project runs pml from the .codex/config.toml of `pml init --client codex --api-key`: a cloud tool with its real schema, a read, and an ask write continued after approval_required", async () => {
   await using trap = startEgressTrap();
+  await using cloud = await startCloud(NO_UPSTREAM);
   await using ws = tempWorkspace();
   ws.write("notes.txt", "project notes");
   const init = await new Deno.Command(PML_BIN, {
-    args: ["init", "--yes", "--client", "codex"],
+    args: ["init", "--yes", "--client", "codex", "--api-key", cloud.key, "--cloud-url", cloud.url],
     cwd: ws.dir,
     env: { PATH: pathWithoutPml(), HOME: ws.home, DENO_NO_UPDATE_CHECK: "1" },
     clearEnv: true,
@@ -425,6 +426,7 @@ Deno.test("codex exec in a trusted project runs pml from the .codex/config.toml 
     {
       calls: [
         { name: "filesystem__read_file", args: { path: "notes.txt" } },
+        { name: "math__sum", args: { numbers: [4, 5] } },
         { name: "filesystem__write_file", args: { path: "out.txt", content: "from init" } },
       ],
     },
@@ -436,8 +438,16 @@ Deno.test("codex exec in a trusted project runs pml from the .codex/config.toml 
   ], { review: () => ({ outcome: "allow", risk_level: "low" }) });
   const run = await runCodex(ws, api, trap, { mode: "review", server: null });
   assertEquals(run.code, 0, run.out);
-  assert(namespaceFunctions(api.turns[0]).has("filesystem__read_file"), "pml's tools offered");
+  const offered = namespaceFunctions(api.turns[0]);
+  assert(offered.has("filesystem__read_file"), "pml's tools offered");
+  const served = await cloudTools(cloud);
+  assertEquals(
+    offered.get("math__sum")?.parameters,
+    asCodexSends(served.get("math__sum")?.inputSchema),
+  );
   assertStringIncludes(callOutputs(api.turns[1]).get("filesystem__read_file")!, "project notes");
+  assertStringIncludes(callOutputs(api.turns[1]).get("math__sum")!, "9");
+  assertEquals(cloud.calls().map((c) => c.tool), ["math__sum"]);
   assertEquals(ws.read("out.txt"), "from init");
   assertHermetic(api, trap);
 });

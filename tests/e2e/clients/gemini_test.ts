@@ -5,6 +5,7 @@
  * function responses). Private HOME, proxies on the egress trap; the tests assert that only
  * loopback was contacted.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   assert,
@@ -114,6 +115,12 @@ async function runGemini(
       stdin: "null",
     }),
   );
+}
+
+/** PATH without any other `pml`, so that `pml init` names this checkout's launcher. */
+function pathWithoutPml(): string {
+  return (Deno.env.get("PATH") ?? "/usr/bin:/bin").split(":")
+    .filter((d) => !existsSync(join(d, "pml"))).join(":");
 }
 
 /** Only the scripted API on loopback was asked, and nothing reached the trap. */
@@ -393,4 +400,68 @@ Deno.test("gemini mcp list: a .gemini/settings.json entry for pml serve (httpUrl
   assertStringIncludes(line("pml"), `${serve.url} (http) - Connected`);
   assertStringIncludes(line("broken"), "Disconnected");
   assertEquals(trap.attempts, []);
+});
+
+Deno.test("gemini -p with the .gemini/settings.json of `pml init --client gemini --api-key`: cloud tools with real schemas are called, a read works, an ask write is continued", async () => {
+  await using trap = startEgressTrap();
+  await using cloud = await startCloud(NO_UPSTREAM);
+  await using ws = tempWorkspace();
+  ws.write("notes.txt", "init notes");
+  const init = await output(
+    new Deno.Command(PML_BIN, {
+      args: [
+        "init",
+        "--yes",
+        "--client",
+        "gemini",
+        "--api-key",
+        cloud.key,
+        "--cloud-url",
+        cloud.url,
+      ],
+      cwd: ws.dir,
+      env: { PATH: pathWithoutPml(), HOME: ws.home, DENO_NO_UPDATE_CHECK: "1" },
+      clearEnv: true,
+      stdin: "null",
+    }),
+  );
+  assertEquals(init.code, 0, init.out);
+  writeUserSettings(ws.home);
+  await using api = startGeminiApi([
+    {
+      calls: [
+        { name: tool("filesystem__read_file"), args: { path: "notes.txt" } },
+        { name: tool("math__sum"), args: { numbers: [4, 5] } },
+        { name: tool("filesystem__write_file"), args: { path: "out.txt", content: "init" } },
+      ],
+    },
+    (request) => {
+      const id = workflowId(functionResponses(request).get(tool("filesystem__write_file")) ?? "");
+      return {
+        calls: [{ name: tool("pml__continue"), args: { workflow_id: id, decision: "yes" } }],
+      };
+    },
+    { text: "done" },
+  ]);
+  const run = await output(
+    new Deno.Command(GEMINI, {
+      args: ["-p", "Do the task.", "--model", "gemini-2.5-flash", "--yolo"],
+      cwd: ws.dir,
+      env: geminiEnv(ws.home, trap, api),
+      clearEnv: true,
+      stdin: "null",
+    }),
+  );
+  assertEquals(run.code, 0, run.out);
+  assertEquals(api.turns.length, 3, run.out);
+  const served = await cloudTools(cloud);
+  const sum = declarations(api.turns[0]).get(tool("math__sum"));
+  assert(sum, "the cloud's math__sum is offered");
+  assertEquals(sum.parametersJsonSchema?.required, served.get("math__sum")!.inputSchema.required);
+  const results = functionResponses(api.turns[1]);
+  assertStringIncludes(results.get(tool("filesystem__read_file"))!, "init notes");
+  assertStringIncludes(results.get(tool("math__sum"))!, "9");
+  assertEquals(ws.read("out.txt"), "init");
+  assertEquals(cloud.calls().map((c) => c.tool), ["math__sum"]);
+  assertHermetic(api, trap);
 });
