@@ -49,14 +49,25 @@ type Server = { stdio: Record<string, string> } | { url: string };
  * `.codex/config.toml` then names it, read when the project is trusted), and nothing that calls
  * Codex's vendor.
  */
-function codexConfig(api: ResponsesApi, ws: { dir: string }, server: Server | null): string {
+function codexConfig(
+  api: ResponsesApi,
+  ws: { dir: string },
+  server: Server | null,
+  trap: EgressTrap,
+): string {
   const entry = server === null ? [] : "url" in server ? [`url = ${toml(server.url)}`] : [
     `command = ${toml(PML_BIN)}`,
     `args = ["stdio"]`,
     `env = { ${
-      Object.entries({ PML_WORKSPACE: ws.dir, DENO_NO_UPDATE_CHECK: "1", ...server.stdio })
-        .map(([k, v]) => `${k} = ${toml(v)}`).join(", ")
-    } }`,
+      // Codex passes a stdio server only HOME, PATH and what is named here: the trap's proxy
+      // variables too, so that anything pml itself sends off loopback lands in the trap.
+      Object.entries({
+        PML_WORKSPACE: ws.dir,
+        DENO_NO_UPDATE_CHECK: "1",
+        ...trap.env,
+        ...server.stdio,
+      })
+        .map(([k, v]) => `${k} = ${toml(v)}`).join(", ")} }`,
   ];
   return [
     `model = "gpt-5"`,
@@ -87,7 +98,7 @@ async function runCodex(
   Deno.mkdirSync(codexHome, { recursive: true });
   Deno.writeTextFileSync(
     join(codexHome, "config.toml"),
-    codexConfig(api, ws, opts.server === undefined ? { stdio: {} } : opts.server),
+    codexConfig(api, ws, opts.server === undefined ? { stdio: {} } : opts.server, trap),
   );
   const mode = opts.mode ?? "bypass";
   const flags = {
@@ -399,6 +410,8 @@ Deno.test("codex exec over HTTP (pml serve): tools with schemas, a read, and an 
   assertEquals(api.turns.length, 3, run.out);
   const offered = namespaceFunctions(api.turns[0]);
   assertEquals(offered.get("filesystem__read_file")?.parameters?.required, ["path"]);
+  // Codex's reviewer is asked before every MCP call, reads included (pml lists no annotations).
+  assertEquals(api.reviews.length, 3, run.out);
   assertStringIncludes(callOutputs(api.turns[1]).get("filesystem__read_file")!, "served notes");
   assertStringIncludes(callOutputs(api.turns[2]).get("pml__continue")!, "out.txt");
   assertEquals(ws.read("out.txt"), "over http");

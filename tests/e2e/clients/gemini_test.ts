@@ -58,12 +58,18 @@ function writeUserSettings(home: string) {
 }
 
 /** The project's `.gemini/settings.json` naming pml, in Gemini's own syntax. */
-function writeProjectSettings(ws: { dir: string }, server: Server, trust: boolean) {
+function writeProjectSettings(
+  ws: { dir: string },
+  server: Server,
+  trust: boolean,
+  trap: EgressTrap,
+) {
   const entry = "httpUrl" in server ? { httpUrl: server.httpUrl } : {
     command: PML_BIN,
     args: ["stdio"],
     // Gemini hides secret-looking variables (PML_API_KEY) from MCP servers unless named here.
-    env: { PML_WORKSPACE: ws.dir, DENO_NO_UPDATE_CHECK: "1", ...server.stdio },
+    // The trap's proxy variables too, so that anything pml itself sends off loopback lands there.
+    env: { PML_WORKSPACE: ws.dir, DENO_NO_UPDATE_CHECK: "1", ...trap.env, ...server.stdio },
   };
   Deno.mkdirSync(join(ws.dir, ".gemini"), { recursive: true });
   Deno.writeTextFileSync(
@@ -99,7 +105,7 @@ async function runGemini(
 ) {
   const approval = opts.approval ?? "yolo";
   writeUserSettings(ws.home);
-  writeProjectSettings(ws, opts.server ?? { stdio: {} }, approval === "trust");
+  writeProjectSettings(ws, opts.server ?? { stdio: {} }, approval === "trust", trap);
   return await output(
     new Deno.Command(GEMINI, {
       args: [
