@@ -359,6 +359,42 @@ Deno.test("codex exec --dangerously-bypass-approvals-and-sandbox: Codex declines
   assertHermetic(api, trap);
 });
 
+Deno.test("codex exec: a tool denied by .pml.json is not offered; from pml:execute it is refused as denied, never as unknown", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem", "pml"], ask: [], deny: ["filesystem:create_directory"] },
+  });
+  await using api = startResponsesApi([
+    {
+      calls: [{
+        name: "pml__execute",
+        args: {
+          code: `try { await mcp.filesystem.create_directory({ path: "made" }); return "created"; }
+                 catch (e) { return String(e?.message ?? e); }`,
+        },
+      }],
+    },
+    { calls: [{ name: "filesystem__create_directory", args: { path: "made" } }] },
+    { text: "done" },
+  ]);
+  const run = await runCodex(ws, api, trap);
+  assertEquals(run.code, 0, run.out);
+  assertEquals(api.turns.length, 3, run.out);
+  const offered = namespaceFunctions(api.turns[0]);
+  assert(offered.has("filesystem__read_file"));
+  assert(!offered.has("filesystem__create_directory"), "a denied tool is not listed");
+  const executed = callOutputs(api.turns[1]).get("pml__execute")!;
+  assertStringIncludes(executed, "denied by .pml.json");
+  assert(!/unknown tool/i.test(executed), executed);
+  // The model calls the unlisted name anyway: Codex itself answers, pml never runs it.
+  assertEquals(
+    callOutputs(api.turns[2]).get("filesystem__create_directory"),
+    "unsupported call: mcp__pmlfilesystem__create_directory",
+  );
+  assert(!(await Deno.stat(join(ws.dir, "made")).catch(() => false)), "nothing created");
+  assertHermetic(api, trap);
+});
+
 Deno.test("codex exec: a tool id past 64 characters reaches the model as pml shortened it and calls back", async () => {
   await using trap = startEgressTrap();
   const ns = "reporting_".repeat(3); // 30 characters

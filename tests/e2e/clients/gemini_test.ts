@@ -308,6 +308,42 @@ Deno.test("gemini -p: without --yolo, pml's tools reach the model only when the 
   assertHermetic(trusted, trap);
 });
 
+Deno.test("gemini -p: a tool denied by .pml.json is not offered; from pml:execute it is refused as denied, never as unknown", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem", "pml"], ask: [], deny: ["filesystem:create_directory"] },
+  });
+  await using api = startGeminiApi([
+    {
+      calls: [{
+        name: tool("pml__execute"),
+        args: {
+          code: `try { await mcp.filesystem.create_directory({ path: "made" }); return "created"; }
+                 catch (e) { return String(e?.message ?? e); }`,
+        },
+      }],
+    },
+    { calls: [{ name: tool("filesystem__create_directory"), args: { path: "made" } }] },
+    { text: "done" },
+  ]);
+  const run = await runGemini(ws, api, trap);
+  assertEquals(run.code, 0, run.out);
+  assertEquals(api.turns.length, 3, run.out);
+  const offered = declarations(api.turns[0]);
+  assert(offered.has(tool("filesystem__read_file")));
+  assert(!offered.has(tool("filesystem__create_directory")), "a denied tool is not listed");
+  const executed = functionResponses(api.turns[1]).get(tool("pml__execute"))!;
+  assertStringIncludes(executed, "denied by .pml.json");
+  assert(!/unknown tool/i.test(executed), executed);
+  // The model calls the unlisted name anyway: Gemini itself answers, pml never runs it.
+  assertStringIncludes(
+    functionResponses(api.turns[2]).get(tool("filesystem__create_directory"))!,
+    `Tool \\"${tool("filesystem__create_directory")}\\" not found`,
+  );
+  assert(!(await Deno.stat(join(ws.dir, "made")).catch(() => false)), "nothing created");
+  assertHermetic(api, trap);
+});
+
 Deno.test("gemini -p: a name past 64 characters with Gemini's prefix is cut by Gemini, and the call still reaches the tool", async () => {
   await using trap = startEgressTrap();
   const ns = "reporting_".repeat(3); // 30 characters
