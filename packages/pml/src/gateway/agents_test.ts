@@ -22,7 +22,8 @@ type Answer = () => unknown;
 /** A client whose elicitation handler runs `answer` (which may throw or return any shape). */
 async function clientWith(gateway: Gateway, answer?: Answer) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const server = createMcpServer(gateway);
+  // A short bound for the "never answers" case; every other answer comes at once.
+  const server = createMcpServer(gateway, { elicitationTimeoutMs: 200 });
   await server.connect(serverSide);
   const client = new Client(
     { name: "agent", version: "1" },
@@ -53,13 +54,14 @@ const structured = (r: unknown) =>
   (r as { structuredContent?: Record<string, unknown> }).structuredContent ?? {};
 
 for (
-  const [how, answer] of [
-    ["cancel", () => ({ action: "cancel" })],
+  const [how, answer, recorded] of [
+    ["cancel", () => ({ action: "cancel" }), "cancel"],
     ["an error", () => {
       throw new Error("Elicitation request received in print mode");
-    }],
-    ["accept without a decision", () => ({ action: "accept", content: {} })],
-  ] as [string, Answer][]
+    }, "error"],
+    ["accept without a decision", () => ({ action: "accept", content: {} }), "error"],
+    ["no answer at all (a headless client)", () => new Promise(() => {}), "timeout"],
+  ] as [string, Answer, string][]
 ) {
   Deno.test(`elicitation answered with ${how}: approval_required, nothing written, not audited as the user's no`, async () => {
     await using ws = tempWorkspace(PERMS);
@@ -78,7 +80,10 @@ for (
     const lines = auditLines(ws.dir);
     assert(!lines.some((l) => l.by === "user"), JSON.stringify(lines));
     assert(
-      lines.some((l) => l.event === "elicitation_unanswered" && l.fallback === "approval_required"),
+      lines.some((l) =>
+        l.event === "elicitation_unanswered" && l.fallback === "approval_required" &&
+        l.elicitation === recorded
+      ),
       JSON.stringify(lines),
     );
     // The agent can then answer it.
@@ -135,23 +140,47 @@ Deno.test("names: an unlisted tool's exposed name meets its permission; a denied
   try {
     await using client = await clientWith(gateway);
     const names = (await client.listTools()).tools.map((t) => t.name);
-    assert(!names.includes("json__parse"), "not named by the permissions");
+    assert(!names.includes("memory__read_graph"), "not named by the permissions");
     assert(!names.includes("shell__exec"), "denied: not listed");
-    // Unmatched → ask, by exposed name as by tool id.
-    for (const name of ["json__parse", "json:parse"]) {
-      const r = await client.callTool({ name, arguments: { text: "{}" } });
+    // Unmatched → ask, by exposed name as by tool id (a stdio dependency of the catalogue).
+    for (const name of ["memory__read_graph", "memory:read_graph"]) {
+      const r = await client.callTool({ name, arguments: {} });
       assertEquals(structured(r).status, "approval_required", name);
+      assertEquals((structured(r).context as { tool: string }).tool, "memory:read_graph");
     }
     for (const name of ["shell__exec", "shell:exec"]) {
       const r = await client.callTool({ name, arguments: { command: "ls" } });
       assert(r.isError, name);
       assertStringIncludes(textOf(r), "denied by .pml.json");
     }
-    const err = await assertRejects(() => client.callTool({ name: "nosuch__tool", arguments: {} }));
-    const message = (err as Error).message;
-    assertStringIncludes(message, 'Unknown tool "nosuch__tool"');
-    assertEquals(message.match(/MCP error -32602/g)?.length, 1, message);
-    assert(!auditLines(ws.dir).some((l) => l.tool === "nosuch:tool"), "never asked");
+    for (const name of ["nosuch__tool", "filesystem__nosuch", "memory__nosuch"]) {
+      const err = await assertRejects(() => client.callTool({ name, arguments: {} }));
+      const message = (err as Error).message;
+      assertStringIncludes(message, `Unknown tool "${name}"`);
+      assertEquals(message.match(/MCP error -32602/g)?.length, 1, message);
+    }
+    assertEquals(gateway.pendingApprovals, 2, "only the two memory calls were asked");
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("no API key: a server tool says the key is missing, before any question; denied stays denied", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["json"], deny: ["math"] },
+  });
+  const gateway = createGateway(testConfig(ws), { prewarm: false });
+  try {
+    await using client = await clientWith(gateway);
+    for (const name of ["json__parse", "json:parse", "text__count"]) {
+      const r = await client.callTool({ name, arguments: { text: "{}" } });
+      assert(r.isError, name);
+      assertEquals(structured(r).code, "CLOUD_API_KEY_REQUIRED", name);
+      assertStringIncludes(textOf(r), "Cloud mode requires PML_API_KEY");
+    }
+    const denied = await client.callTool({ name: "math__sum", arguments: { numbers: [1] } });
+    assertStringIncludes(textOf(denied), "denied by .pml.json");
+    assertEquals(gateway.pendingApprovals, 0, "nothing was asked");
   } finally {
     await gateway.close();
   }
