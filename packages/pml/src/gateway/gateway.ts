@@ -58,6 +58,7 @@ export class Gateway {
   readonly #deps: GatewayDeps;
   readonly #meta = new Map<string, MetaTool>();
   #names = new Map<string, string>();
+  #listed = false;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -121,6 +122,7 @@ export class Gateway {
       });
     }
     this.#names = names;
+    this.#listed = true;
     return tools;
   }
 
@@ -131,7 +133,10 @@ export class Gateway {
    */
   async resolveName(name: string): Promise<string | undefined> {
     if (this.#meta.has(name) || isToolId(name)) return name;
-    if (!this.#names.has(name)) await this.listTools();
+    // Listed once if never listed (a client may call before tools/list): shortened names and ids
+    // with other characters than `[A-Za-z0-9_-]` only resolve through the list. After that, a
+    // name the list did not show is read back as it stands, without asking every target again.
+    if (!this.#names.has(name) && !this.#listed) await this.listTools();
     return this.#names.get(name) ?? idOfExposedName(name);
   }
 

@@ -1,5 +1,5 @@
 import type { Config } from "../../config/config.ts";
-import { isPmlError, PmlError } from "../../errors.ts";
+import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import { isToolId } from "../../gateway/names.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { CallToolResult, Tool } from "../../sdk/types.ts";
@@ -69,8 +69,9 @@ export class CloudTarget implements Target {
   #loading?: Promise<void>;
   /** The load a bounded wait already gave up on: later lists do not wait for it again. */
   #gaveUp?: Promise<void>;
-  /** When the last load failed (the cloud is not asked again for `retryMs`). */
+  /** When the last load failed (the cloud is not asked again for `retryMs`), and why. */
   #failedAt?: number;
+  #failure?: PmlError;
 
   constructor(deps: CloudTargetDeps) {
     this.#d = deps;
@@ -101,21 +102,29 @@ export class CloudTarget implements Target {
 
   /**
    * In cloud mode, the tools the cloud lists (its `tools/list`, from memory, from the cache of the
-   * last run, or fetched with a bounded wait), unless the routing table names the namespace
-   * `client`; a tool of a platform `server` namespace that the cloud does not list is unknown. When
-   * no list could be had, every `server`-routed tool is claimed and the call says why. Without an
-   * API key a `server`-routed tool throws `CLOUD_API_KEY_REQUIRED`: the gateway reports it before
-   * asking anyone. Local targets are asked first, so a local MCP of the same namespace still wins.
+   * last run, or fetched), unless the routing table names the namespace `client`; a tool of a
+   * platform `server` namespace that the cloud does not list is unknown. When no list can be had
+   * (the cloud does not answer within the call's bound), a `server`-routed tool throws that
+   * failure (`CLOUD_UNREACHABLE`), and without an API key `CLOUD_API_KEY_REQUIRED`: the gateway
+   * answers with it before asking anyone. Local targets are asked first, so a local MCP of the
+   * same namespace still wins.
    */
   async provides(toolId: string): Promise<boolean> {
     const routing = this.#d.routing;
+    const server = () => routing.routeOf(toolId) === "server";
+    const local = () => routing.table.client.includes(toolId.slice(0, toolId.indexOf(":")));
     if (!this.#d.client) {
-      if (routing.routeOf(toolId) !== "server") return false;
+      if (!server()) return false;
       throw new PmlError("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
     }
+    if (local()) return false;
     await this.#bounded(Promise.all([routing.pending, this.#freshTools()]));
-    if (routing.table.client.includes(toolId.slice(0, toolId.indexOf(":")))) return false;
-    if (!this.#tools) return routing.routeOf(toolId) === "server";
+    if (local()) return false;
+    if (!this.#tools) {
+      if (!server()) return false;
+      await this.#refresh(); // a call, not a list: the cloud gets the call's bound to answer
+      if (!this.#tools) throw this.#failure ?? unreachable(this.#d.config.cloudUrl);
+    }
     if (this.#tools.has(toolId)) return true;
     // Not listed: ask the cloud again (at most every MISS_REFRESH_MS) in case it is new there.
     const now = this.#now();
@@ -270,10 +279,12 @@ export class CloudTarget implements Target {
         const at = this.#now();
         this.#setTools(tools, at);
         this.#failedAt = undefined;
+        this.#failure = undefined;
         await (this.#d.cache ?? NO_TOOLS_CACHE).write({ tools, fetchedAt: at });
-      } catch {
+      } catch (err) {
         // Offline: keep the last list; calls report the failure.
         this.#failedAt = this.#now();
+        this.#failure = isPmlError(err) ? err : unreachable(this.#d.config.cloudUrl, err);
       } finally {
         this.#loading = undefined;
       }
@@ -316,6 +327,16 @@ export class CloudTarget implements Target {
     // Unknown declarations: send no key rather than one the tool did not ask for.
     return found.catch(() => []);
   }
+}
+
+function unreachable(cloudUrl: string, cause?: unknown): PmlError {
+  return new PmlError(
+    "CLOUD_UNREACHABLE",
+    `the PML cloud at "${cloudUrl}/mcp" did not list its tools${
+      cause ? ` (${errorMessage(cause)})` : ""
+    }. Local tools keep working; cloud tools work again once it is back.`,
+    { cause },
+  );
 }
 
 /** A tool id the cloud did not list is looked up again at most this often (ms). */

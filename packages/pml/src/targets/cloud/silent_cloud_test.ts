@@ -44,11 +44,11 @@ const PERMS = {
 const structured = (r: unknown) =>
   (r as { structuredContent?: Record<string, unknown> }).structuredContent ?? {};
 
-Deno.test("silent cloud: tools/list answers with the local tools; a cloud call fails with CLOUD_UNREACHABLE after one connection attempt; later lists do not ask again", async () => {
+Deno.test("silent cloud: tools/list answers with the local tools; a cloud call fails with CLOUD_UNREACHABLE after one connection attempt, never asked; later lists do not ask again", async () => {
   await using ws = tempWorkspace(PERMS);
   const cloud = silentCloud();
   await using g = await withCloud(ws, cloud);
-  const { client } = g;
+  const { gateway, client } = g;
 
   const names = (await client.listTools()).tools.map((t) => t.name);
   assert(names.includes("filesystem__read_file"), names.join());
@@ -61,6 +61,13 @@ Deno.test("silent cloud: tools/list answers with the local tools; a cloud call f
   assertEquals(structured(r).code, "CLOUD_UNREACHABLE");
   assertStringIncludes(textOf(r), "did not answer within");
   assertEquals(initializes() - before, 1, "one session attempt for the call, tool list included");
+
+  // Server tools that may or may not exist (unmatched → ask): the failure, not a question.
+  for (const name of ["pml__nosuch", "tavily__search"]) {
+    const r = await client.callTool({ name, arguments: {} });
+    assertEquals(structured(r).code, "CLOUD_UNREACHABLE", `${name}: ${textOf(r)}`);
+  }
+  assertEquals(gateway.pendingApprovals, 0, "nothing was asked");
 
   // The list load failed: for a while, tools/list uses what it has without asking the cloud again.
   const after = initializes();
