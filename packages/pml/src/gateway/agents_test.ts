@@ -6,9 +6,13 @@
 import { join } from "node:path";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
-import { ElicitRequestSchema } from "../sdk/types.ts";
+import { ElicitRequestSchema, ErrorCode, McpError } from "../sdk/types.ts";
+import { createAuditLog } from "../audit/audit.ts";
+import { Approvals } from "../permission/approvals.ts";
+import { PermissionStore } from "../permission/permission_store.ts";
+import { createRoutingResolver } from "../routing/routing.ts";
 import { createGateway } from "./create_gateway.ts";
-import type { Gateway } from "./gateway.ts";
+import { Gateway } from "./gateway.ts";
 import { createMcpServer } from "./mcp_server.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../testing/assert.ts";
 import { tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
@@ -184,4 +188,28 @@ Deno.test("no API key: a server tool says the key is missing, before any questio
   } finally {
     await gateway.close();
   }
+});
+
+Deno.test("an MCP error from further away (a meta tool, the cloud's client) reaches the client with one prefix", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const gateway = new Gateway({
+    permissions: new PermissionStore(testConfig(ws).permissions, join(ws.dir, ".pml.json")),
+    approvals: new Approvals(),
+    routing: createRoutingResolver(),
+    targets: [],
+    audit: createAuditLog(ws.dir),
+    metaTools: [{
+      id: "pml:search",
+      description: "throws what the cloud's client throws",
+      inputSchema: { type: "object" },
+      run: () => {
+        throw new McpError(ErrorCode.InvalidParams, "Invalid arguments for tool pml:search");
+      },
+    }],
+  });
+  await using client = await clientWith(gateway);
+  const err = await assertRejects(() => client.callTool({ name: "pml__search", arguments: {} }));
+  const message = (err as Error).message;
+  assertEquals(message, "MCP error -32602: Invalid arguments for tool pml:search");
+  assertEquals((err as McpError).code, ErrorCode.InvalidParams);
 });

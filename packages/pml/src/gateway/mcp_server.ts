@@ -123,6 +123,12 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
           // client prefixes it again when it turns the JSON-RPC error into its own McpError.
           throw Object.assign(new Error(err.message), { code: ErrorCode.InvalidParams });
         }
+        if (err instanceof McpError) {
+          // An McpError from further away (the cloud's client): its message already carries the
+          // prefix the client will add; send the bare message with the same code.
+          const bare = err.message.replace(/^(MCP error -?\d+: )+/, "");
+          throw Object.assign(new Error(bare), { code: err.code, data: err.data });
+        }
         throw err;
       }
     },
