@@ -234,3 +234,28 @@ Deno.test("e2e cloud: with the policy pml init writes (json, math, text, pml:sea
   }
   assertEquals(cloud.calls().length, before, "unknown tools never reach the cloud");
 });
+
+Deno.test("e2e cloud: a pml started while the cloud is down lists the cloud tools of its last run with their real schemas (kept in ~/.pml); calls say the cloud is unreachable, unknown ids stay unknown", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["json", "math"], ask: [], deny: [] },
+  });
+  const first = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const seen = (await first.listTools()).tools.find((t) => t.name === "json__parse");
+  assert(seen, "listed while the cloud is up");
+  await first.close();
+  await cloud.stop();
+
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const again = (await client.listTools()).tools.find((t) => t.name === "json__parse");
+  assertEquals(again?.inputSchema, seen.inputSchema);
+  assertEquals(again?.description, seen.description);
+  const r = await client.callTool({ name: "json__parse", arguments: { text: "1" } });
+  assert(r.isError);
+  assertStringIncludes(text(r), "is unreachable");
+  const err = await assertRejects(() =>
+    client.callTool({ name: "math__nosuch", arguments: {} })
+  ) as Error;
+  assertStringIncludes(err.message, 'Unknown tool "math__nosuch"');
+});
