@@ -5,11 +5,13 @@
 import {
   assert,
   assertEquals,
+  assertRejects,
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { decodeByok, startCloud, startUpstream } from "./_cloud.ts";
 import { connectStdio } from "./_spawn.ts";
+import { cloudTools } from "./clients/_cloud_tools.ts";
 
 const text = (r: unknown) =>
   ((r as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? "").join("");
@@ -188,4 +190,72 @@ Deno.test("e2e cloud: a cloud that accepts connections but never answers gives a
     for (const c of held) c.close();
     await accepting.catch(() => {});
   }
+});
+
+Deno.test("e2e cloud: with the policy pml init writes (json, math, text, pml:search allowed) the cloud tools carry pml-server's own descriptions and schemas; an unlisted http tool is asked; an unknown one is unknown before any question", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["json", "math", "text", "pml:search"], ask: [], deny: [] },
+  });
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const reference = await cloudTools(cloud);
+  const listed = (await client.listTools()).tools;
+  const server = (name: string) => /^(json|math|text)__/.test(name) || name === "pml__search";
+  assertEquals(
+    listed.map((t) => t.name).filter(server).sort(),
+    [...reference.keys()].filter(server).sort(),
+  );
+  for (const tool of listed.filter((t) => server(t.name))) {
+    const real = reference.get(tool.name)!;
+    assertEquals(tool.inputSchema, real.inputSchema, tool.name);
+    assertEquals(tool.description, real.description, tool.name);
+  }
+  const sumSchema = listed.find((t) => t.name === "math__sum")!.inputSchema;
+  assert(sumSchema.properties && "numbers" in sumSchema.properties, JSON.stringify(sumSchema));
+  const sum = await client.callTool({ name: "math__sum", arguments: { numbers: [1, 2, 3] } });
+  assert(!sum.isError, text(sum));
+  assertStringIncludes(text(sum), "6");
+
+  // `open` (an http MCP of the registry) is named by no permission: not listed, asked when called.
+  assert(!listed.some((t) => t.name === "open__echo"));
+  const asked = await client.callTool({ name: "open__echo", arguments: { message: "hi" } });
+  assertEquals(
+    (asked.structuredContent as { status?: string })?.status,
+    "approval_required",
+    text(asked),
+  );
+
+  const before = cloud.calls().length;
+  for (const name of ["json__nosuch", "pml__nosuch", "json:nosuch"]) {
+    const err = await assertRejects(() => client.callTool({ name, arguments: {} })) as Error;
+    assertStringIncludes(err.message, `Unknown tool "${name}"`);
+    assertEquals(err.message.match(/MCP error -32602/g)?.length, 1, err.message);
+  }
+  assertEquals(cloud.calls().length, before, "unknown tools never reach the cloud");
+});
+
+Deno.test("e2e cloud: a pml started while the cloud is down lists the cloud tools of its last run with their real schemas (kept in ~/.pml); calls say the cloud is unreachable, unknown ids stay unknown", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["json", "math"], ask: [], deny: [] },
+  });
+  const first = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const seen = (await first.listTools()).tools.find((t) => t.name === "json__parse");
+  assert(seen, "listed while the cloud is up");
+  await first.close();
+  await cloud.stop();
+
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const again = (await client.listTools()).tools.find((t) => t.name === "json__parse");
+  assertEquals(again?.inputSchema, seen.inputSchema);
+  assertEquals(again?.description, seen.description);
+  const r = await client.callTool({ name: "json__parse", arguments: { text: "1" } });
+  assert(r.isError);
+  assertStringIncludes(text(r), "is unreachable");
+  const err = await assertRejects(() =>
+    client.callTool({ name: "math__nosuch", arguments: {} })
+  ) as Error;
+  assertStringIncludes(err.message, 'Unknown tool "math__nosuch"');
 });

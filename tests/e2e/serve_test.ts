@@ -141,3 +141,38 @@ Deno.test("e2e serve: sessions run concurrently (one waits on the human while an
   assertEquals(status.code, 0);
   for (const pid of sandboxes) assert(!processAlive(pid), `sandbox ${pid} still alive`);
 });
+
+Deno.test("e2e serve: a pending approval is answered only by the session that was asked", async () => {
+  await using ws = tempWorkspace(PML_JSON);
+  await using serve = await spawnServe(ws);
+  await using asked = await connectHttp(serve.url);
+  await using other = await connectHttp(serve.url);
+  const r = await asked.callTool({
+    name: "filesystem__write_file",
+    arguments: { path: "w.txt", content: "from A" },
+  });
+  const body = r.structuredContent as { status: string; workflow_id: string };
+  assertEquals(body.status, "approval_required");
+
+  for (const decision of ["yes", "always", "no"]) {
+    const stolen = await other.callTool({
+      name: "pml__continue",
+      arguments: { workflow_id: body.workflow_id, decision },
+    });
+    assert(stolen.isError, decision);
+    assertStringIncludes(
+      (stolen.content as { text: string }[])[0].text,
+      "was asked in another MCP session",
+    );
+  }
+  assert(!(await Deno.stat(`${ws.dir}/w.txt`).catch(() => false)), "nothing was written");
+  assertEquals(JSON.parse(ws.read(".pml.json")), PML_JSON, "no always was recorded");
+
+  // The session that was asked still can.
+  const done = await asked.callTool({
+    name: "pml__continue",
+    arguments: { workflow_id: body.workflow_id, decision: "yes" },
+  });
+  assert(!done.isError);
+  assertEquals(ws.read("w.txt"), "from A");
+});

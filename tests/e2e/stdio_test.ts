@@ -242,6 +242,7 @@ Deno.test("e2e stdio: an invalid .pml.json answers initialize and names the file
     assert(r.isError);
     assertStringIncludes(text(r), ".pml.json");
     assertStringIncludes(text(r), "permissions.allow");
+    assertStringIncludes(text(r), "expected array");
   }
   assertStringIncludes(client.getInstructions() ?? "", "PML is not running");
 });

@@ -6,9 +6,13 @@
 import { join } from "node:path";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
-import { ElicitRequestSchema } from "../sdk/types.ts";
+import { ElicitRequestSchema, ErrorCode, McpError } from "../sdk/types.ts";
+import { createAuditLog } from "../audit/audit.ts";
+import { Approvals } from "../permission/approvals.ts";
+import { PermissionStore } from "../permission/permission_store.ts";
+import { createRoutingResolver } from "../routing/routing.ts";
 import { createGateway } from "./create_gateway.ts";
-import type { Gateway } from "./gateway.ts";
+import { Gateway } from "./gateway.ts";
 import { createMcpServer } from "./mcp_server.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../testing/assert.ts";
 import { tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
@@ -22,7 +26,8 @@ type Answer = () => unknown;
 /** A client whose elicitation handler runs `answer` (which may throw or return any shape). */
 async function clientWith(gateway: Gateway, answer?: Answer) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const server = createMcpServer(gateway);
+  // A short bound for the "never answers" case; every other answer comes at once.
+  const server = createMcpServer(gateway, { elicitationTimeoutMs: 200 });
   await server.connect(serverSide);
   const client = new Client(
     { name: "agent", version: "1" },
@@ -53,13 +58,14 @@ const structured = (r: unknown) =>
   (r as { structuredContent?: Record<string, unknown> }).structuredContent ?? {};
 
 for (
-  const [how, answer] of [
-    ["cancel", () => ({ action: "cancel" })],
+  const [how, answer, recorded] of [
+    ["cancel", () => ({ action: "cancel" }), "cancel"],
     ["an error", () => {
       throw new Error("Elicitation request received in print mode");
-    }],
-    ["accept without a decision", () => ({ action: "accept", content: {} })],
-  ] as [string, Answer][]
+    }, "error"],
+    ["accept without a decision", () => ({ action: "accept", content: {} }), "error"],
+    ["no answer at all (a headless client)", () => new Promise(() => {}), "timeout"],
+  ] as [string, Answer, string][]
 ) {
   Deno.test(`elicitation answered with ${how}: approval_required, nothing written, not audited as the user's no`, async () => {
     await using ws = tempWorkspace(PERMS);
@@ -78,7 +84,10 @@ for (
     const lines = auditLines(ws.dir);
     assert(!lines.some((l) => l.by === "user"), JSON.stringify(lines));
     assert(
-      lines.some((l) => l.event === "elicitation_unanswered" && l.fallback === "approval_required"),
+      lines.some((l) =>
+        l.event === "elicitation_unanswered" && l.fallback === "approval_required" &&
+        l.elicitation === recorded
+      ),
       JSON.stringify(lines),
     );
     // The agent can then answer it.
@@ -135,24 +144,72 @@ Deno.test("names: an unlisted tool's exposed name meets its permission; a denied
   try {
     await using client = await clientWith(gateway);
     const names = (await client.listTools()).tools.map((t) => t.name);
-    assert(!names.includes("json__parse"), "not named by the permissions");
+    assert(!names.includes("memory__read_graph"), "not named by the permissions");
     assert(!names.includes("shell__exec"), "denied: not listed");
-    // Unmatched → ask, by exposed name as by tool id.
-    for (const name of ["json__parse", "json:parse"]) {
-      const r = await client.callTool({ name, arguments: { text: "{}" } });
+    // Unmatched → ask, by exposed name as by tool id (a stdio dependency of the catalogue).
+    for (const name of ["memory__read_graph", "memory:read_graph"]) {
+      const r = await client.callTool({ name, arguments: {} });
       assertEquals(structured(r).status, "approval_required", name);
+      assertEquals((structured(r).context as { tool: string }).tool, "memory:read_graph");
     }
     for (const name of ["shell__exec", "shell:exec"]) {
       const r = await client.callTool({ name, arguments: { command: "ls" } });
       assert(r.isError, name);
       assertStringIncludes(textOf(r), "denied by .pml.json");
     }
-    const err = await assertRejects(() => client.callTool({ name: "nosuch__tool", arguments: {} }));
-    const message = (err as Error).message;
-    assertStringIncludes(message, 'Unknown tool "nosuch__tool"');
-    assertEquals(message.match(/MCP error -32602/g)?.length, 1, message);
-    assert(!auditLines(ws.dir).some((l) => l.tool === "nosuch:tool"), "never asked");
+    for (const name of ["nosuch__tool", "filesystem__nosuch", "memory__nosuch"]) {
+      const err = await assertRejects(() => client.callTool({ name, arguments: {} }));
+      const message = (err as Error).message;
+      assertStringIncludes(message, `Unknown tool "${name}"`);
+      assertEquals(message.match(/MCP error -32602/g)?.length, 1, message);
+    }
+    assertEquals(gateway.pendingApprovals, 2, "only the two memory calls were asked");
   } finally {
     await gateway.close();
   }
+});
+
+Deno.test("no API key: a server tool says the key is missing, before any question; denied stays denied", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["json"], deny: ["math"] },
+  });
+  const gateway = createGateway(testConfig(ws), { prewarm: false });
+  try {
+    await using client = await clientWith(gateway);
+    for (const name of ["json__parse", "json:parse", "text__count"]) {
+      const r = await client.callTool({ name, arguments: { text: "{}" } });
+      assert(r.isError, name);
+      assertEquals(structured(r).code, "CLOUD_API_KEY_REQUIRED", name);
+      assertStringIncludes(textOf(r), "Cloud mode requires PML_API_KEY");
+    }
+    const denied = await client.callTool({ name: "math__sum", arguments: { numbers: [1] } });
+    assertStringIncludes(textOf(denied), "denied by .pml.json");
+    assertEquals(gateway.pendingApprovals, 0, "nothing was asked");
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("an MCP error from further away (a meta tool, the cloud's client) reaches the client with one prefix", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const gateway = new Gateway({
+    permissions: new PermissionStore(testConfig(ws).permissions, join(ws.dir, ".pml.json")),
+    approvals: new Approvals(),
+    routing: createRoutingResolver(),
+    targets: [],
+    audit: createAuditLog(ws.dir),
+    metaTools: [{
+      id: "pml:search",
+      description: "throws what the cloud's client throws",
+      inputSchema: { type: "object" },
+      run: () => {
+        throw new McpError(ErrorCode.InvalidParams, "Invalid arguments for tool pml:search");
+      },
+    }],
+  });
+  await using client = await clientWith(gateway);
+  const err = await assertRejects(() => client.callTool({ name: "pml__search", arguments: {} }));
+  const message = (err as Error).message;
+  assertEquals(message, "MCP error -32602: Invalid arguments for tool pml:search");
+  assertEquals((err as McpError).code, ErrorCode.InvalidParams);
 });

@@ -1,6 +1,6 @@
 import type { CallToolResult, Tool } from "../sdk/types.ts";
 import type { AuditLog } from "../audit/audit.ts";
-import { errorMessage, PmlError } from "../errors.ts";
+import { errorMessage, isPmlError, PmlError } from "../errors.ts";
 import type { ApprovalDecision, Approvals, DecidedBy, Elicit } from "../permission/approvals.ts";
 import { namedNamespaces } from "../permission/patterns.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
@@ -58,6 +58,7 @@ export class Gateway {
   readonly #deps: GatewayDeps;
   readonly #meta = new Map<string, MetaTool>();
   #names = new Map<string, string>();
+  #listed = false;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -80,6 +81,11 @@ export class Gateway {
 
   get permissions(): PermissionStore {
     return this.#deps.permissions;
+  }
+
+  /** Approvals waiting for `pml:continue` (tests, status). */
+  get pendingApprovals(): number {
+    return this.#deps.approvals.size;
   }
 
   /** Tools for `tools/list`: meta tools, then the tools of every MCP the permissions name. */
@@ -116,6 +122,7 @@ export class Gateway {
       });
     }
     this.#names = names;
+    this.#listed = true;
     return tools;
   }
 
@@ -126,38 +133,49 @@ export class Gateway {
    */
   async resolveName(name: string): Promise<string | undefined> {
     if (this.#meta.has(name) || isToolId(name)) return name;
-    if (!this.#names.has(name)) await this.listTools();
+    // Listed once if never listed (a client may call before tools/list): shortened names and ids
+    // with other characters than `[A-Za-z0-9_-]` only resolve through the list. After that, a
+    // name the list did not show is read back as it stands, without asking every target again.
+    if (!this.#names.has(name) && !this.#listed) await this.listTools();
     return this.#names.get(name) ?? idOfExposedName(name);
   }
 
   /** `tools/call`: the whole pipeline for a name from the client. */
   async callTool(name: string, args: unknown, channel: CallChannel = {}): Promise<CallToolResult> {
     const toolId = await this.resolveName(name);
-    if (!toolId || (!this.#meta.has(toolId) && !(await this.#targetFor(toolId)))) {
-      const id = toolId && toolId !== name ? ` (tool id "${toolId}")` : "";
-      throw new PmlError(
-        "UNKNOWN_TOOL",
-        `Unknown tool "${name}"${id}: no MCP of this workspace provides it; see tools/list`,
-      );
-    }
-    return await this.runTool(toolId, args, channel);
+    if (!toolId) throw unknownTool(name);
+    return await this.runTool(toolId, args, channel, name);
   }
 
-  /** Runs one tool id through permission, routing and target. */
-  async runTool(toolId: string, rawArgs: unknown, channel: CallChannel): Promise<CallToolResult> {
-    const args = (rawArgs ?? {}) as Record<string, unknown>;
-    if (typeof args !== "object" || Array.isArray(args)) {
-      return errorResult(`Arguments of "${toolId}" must be a JSON object`);
-    }
+  /**
+   * Runs one tool id through resolution, permission, routing and target. A tool no target
+   * provides throws `UNKNOWN_TOOL` before anything is asked; a denied one is refused; one whose
+   * target cannot run it now (no API key, registry unreachable) gets that error, also before any
+   * question; then `ask` asks and `allow` runs. `name` is what the client called it.
+   */
+  async runTool(
+    toolId: string,
+    rawArgs: unknown,
+    channel: CallChannel,
+    name: string = toolId,
+  ): Promise<CallToolResult> {
+    const args = rawArgs ?? {};
+    const notObject = errorResult(`Arguments of "${toolId}" must be a JSON object`);
     const meta = this.#meta.get(toolId);
-    if (meta) return await meta.run(args, channel);
-    const target = await this.#targetFor(toolId);
-    if (!target) throw new PmlError("UNKNOWN_TOOL", `Unknown tool "${toolId}"`);
+    if (meta) return isObject(args) ? await meta.run(args, channel) : notObject;
+    const found = await this.#targetFor(toolId);
+    if (!found) throw unknownTool(name, toolId);
+    if (!isObject(args)) return notObject;
     const decision = this.#deps.permissions.check(toolId);
     if (decision === "deny") {
       await this.#deps.audit.write("permission_denied", { tool: toolId });
       return errorResult(`Permission denied: "${toolId}" is denied by .pml.json permissions`);
     }
+    if ("unavailable" in found) {
+      const { code, message } = found.unavailable;
+      return errorResult(message, { status: "error", code, message });
+    }
+    const target = found.target;
     const run = () => this.#dispatch(target, toolId, args, channel);
     if (decision === "allow") return await run();
     return await this.#deps.approvals.ask(
@@ -189,9 +207,25 @@ export class Gateway {
     return await run();
   }
 
-  async #targetFor(toolId: string): Promise<Target | undefined> {
-    for (const target of this.#deps.targets) if (await target.provides(toolId)) return target;
-    return undefined;
+  /**
+   * The first target (in priority order) that provides `toolId`. A target that cannot tell (its
+   * registry is unreachable, no API key) throws; when no later target provides the tool, that
+   * error is the answer, and the tool is not reported unknown since it may exist.
+   */
+  async #targetFor(
+    toolId: string,
+  ): Promise<{ target: Target } | { unavailable: PmlError } | undefined> {
+    let unavailable: PmlError | undefined;
+    for (const target of this.#deps.targets) {
+      try {
+        if (await target.provides(toolId)) return { target };
+      } catch (err) {
+        unavailable ??= isPmlError(err)
+          ? err
+          : new PmlError("TOOL_UNAVAILABLE", `Cannot resolve "${toolId}": ${errorMessage(err)}`);
+      }
+    }
+    return unavailable ? { unavailable } : undefined;
   }
 
   async #dispatch(
@@ -265,4 +299,17 @@ export class Gateway {
       ...(this.#deps.resources ?? []).map((r) => r.close()),
     ]);
   }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The `UNKNOWN_TOOL` error (JSON-RPC `-32602` at the MCP face). */
+function unknownTool(name: string, toolId?: string): PmlError {
+  const id = toolId && toolId !== name ? ` (tool id "${toolId}")` : "";
+  return new PmlError(
+    "UNKNOWN_TOOL",
+    `Unknown tool "${name}"${id}: no MCP of this workspace provides it; see tools/list`,
+  );
 }

@@ -47,6 +47,7 @@ async function elicitDecision(
     schema: typeof ElicitResultSchema,
     options: { timeout: number },
   ) => Promise<{ action: string; content?: Record<string, unknown> }>,
+  timeoutMs: number,
 ): Promise<ApprovalDecision> {
   let answer: { action: string; content?: Record<string, unknown> };
   try {
@@ -56,7 +57,7 @@ async function elicitDecision(
         params: { message: req.description, requestedSchema: DECISION_SCHEMA },
       },
       ElicitResultSchema,
-      { timeout: ELICITATION_TIMEOUT_MS },
+      { timeout: timeoutMs },
     );
   } catch (err) {
     const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
@@ -73,11 +74,18 @@ async function elicitDecision(
   );
 }
 
+/** Options of {@link createMcpServer}. */
+export interface McpServerOptions {
+  /** How long an elicitation may stay unanswered (default {@link ELICITATION_TIMEOUT_MS}). */
+  readonly elicitationTimeoutMs?: number;
+}
+
 /**
  * The MCP face of a {@link Gateway}: an SDK `Server` with `tools/list` and `tools/call`. One per
  * connection (stdio has one; `pml serve` makes one per session over the same gateway).
  */
-export function createMcpServer(gateway: Gateway): Server {
+export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): Server {
+  const elicitationTimeoutMs = opts.elicitationTimeoutMs ?? ELICITATION_TIMEOUT_MS;
   const server = new Server(
     { name: "pml", version: PML_VERSION },
     { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
@@ -92,7 +100,7 @@ export function createMcpServer(gateway: Gateway): Server {
     CallToolRequestSchema,
     async (request, extra): Promise<CallToolResult> => {
       const elicit: Elicit | undefined = server.getClientCapabilities()?.elicitation
-        ? (req) => elicitDecision(req, extra.sendRequest)
+        ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs)
         : undefined;
       const token = request.params._meta?.progressToken;
       const channel: CallChannel = {
@@ -114,6 +122,12 @@ export function createMcpServer(gateway: Gateway): Server {
           // Not an McpError: its constructor prefixes "MCP error -32602: " to the message, and the
           // client prefixes it again when it turns the JSON-RPC error into its own McpError.
           throw Object.assign(new Error(err.message), { code: ErrorCode.InvalidParams });
+        }
+        if (err instanceof McpError) {
+          // An McpError from further away (the cloud's client): its message already carries the
+          // prefix the client will add; send the bare message with the same code.
+          const bare = err.message.replace(/^(MCP error -?\d+: )+/, "");
+          throw Object.assign(new Error(bare), { code: err.code, data: err.data });
         }
         throw err;
       }

@@ -1,11 +1,12 @@
 import type { Config } from "../../config/config.ts";
-import { isPmlError } from "../../errors.ts";
+import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import { isToolId } from "../../gateway/names.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { CallToolResult, Tool } from "../../sdk/types.ts";
 import { errorResult, type Target, type ToolCall, type ToolInfo } from "../target.ts";
 import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
+import { type CloudToolsCache, NO_TOOLS_CACHE } from "./tools_cache.ts";
 
 /** The message of every cloud tool call when no API key is configured. */
 export const NO_API_KEY_MESSAGE =
@@ -35,6 +36,13 @@ export interface CloudTargetDeps {
   readonly listTimeoutMs?: number;
   /** How long a fetched tool list is used before a background refresh (default 5 min). */
   readonly toolsTtlMs?: number;
+  /**
+   * After the cloud failed to list its tools, how long `tools/list` uses what it has without asking
+   * again (default 30 s); calls still try the cloud.
+   */
+  readonly retryMs?: number;
+  /** The last tool list, kept between runs (default: none kept). */
+  readonly cache?: CloudToolsCache;
   readonly now?: () => number;
   /** Runs on {@link CloudTarget.close} (stops background work of the composition). */
   readonly onClose?: () => void;
@@ -59,9 +67,16 @@ export class CloudTarget implements Target {
   #tools?: Map<string, CloudTool>;
   #toolsAt = 0;
   #loading?: Promise<void>;
+  /** The load a bounded wait already gave up on: later lists do not wait for it again. */
+  #gaveUp?: Promise<void>;
+  /** When the last load failed (the cloud is not asked again for `retryMs`), and why. */
+  #failedAt?: number;
+  #failure?: PmlError;
 
   constructor(deps: CloudTargetDeps) {
     this.#d = deps;
+    const cached = deps.client ? (deps.cache ?? NO_TOOLS_CACHE).read() : undefined;
+    if (cached) this.#setTools(cached.tools, cached.fetchedAt);
   }
 
   /** True when an API key is set (cloud mode). */
@@ -86,16 +101,37 @@ export class CloudTarget implements Target {
   }
 
   /**
-   * Every tool routed `server`, and, in cloud mode, every tool the cloud lists (HTTP MCPs of the
-   * registry) unless the routing table names its namespace `client`. Local targets are asked
-   * first, so a local MCP of the same namespace still wins.
+   * In cloud mode, the tools the cloud lists (its `tools/list`, from memory, from the cache of the
+   * last run, or fetched), unless the routing table names the namespace `client`; a tool of a
+   * platform `server` namespace that the cloud does not list is unknown. When no list can be had
+   * (the cloud does not answer within the call's bound), a `server`-routed tool throws that
+   * failure (`CLOUD_UNREACHABLE`), and without an API key `CLOUD_API_KEY_REQUIRED`: the gateway
+   * answers with it before asking anyone. Local targets are asked first, so a local MCP of the
+   * same namespace still wins.
    */
   async provides(toolId: string): Promise<boolean> {
-    if (this.#runsHere(toolId) || !this.#d.client) return this.#runsHere(toolId);
-    await this.#bounded(
-      Promise.all([this.#d.routing.pending, this.#tools ? null : this.#refresh()]),
-    );
-    return this.#runsHere(toolId);
+    const routing = this.#d.routing;
+    const server = () => routing.routeOf(toolId) === "server";
+    const local = () => routing.table.client.includes(toolId.slice(0, toolId.indexOf(":")));
+    if (!this.#d.client) {
+      if (!server()) return false;
+      throw new PmlError("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
+    }
+    if (local()) return false;
+    await this.#bounded(Promise.all([routing.pending, this.#freshTools()]));
+    if (local()) return false;
+    if (!this.#tools) {
+      if (!server()) return false;
+      await this.#refresh(); // a call, not a list: the cloud gets the call's bound to answer
+      if (!this.#tools) throw this.#failure ?? unreachable(this.#d.config.cloudUrl);
+    }
+    if (this.#tools.has(toolId)) return true;
+    // Not listed: ask the cloud again (at most every MISS_REFRESH_MS) in case it is new there.
+    const now = this.#now();
+    if (now - this.#toolsAt > MISS_REFRESH_MS && !this.#backingOff(now)) {
+      await this.#bounded(this.#refresh());
+    }
+    return this.#tools.has(toolId);
   }
 
   #runsHere(toolId: string): boolean {
@@ -112,6 +148,11 @@ export class CloudTarget implements Target {
   /** The input schema the cloud lists for `toolId`, if known. */
   schemaOf(toolId: string): Record<string, unknown> | undefined {
     return this.#tools?.get(toolId)?.info.inputSchema;
+  }
+
+  /** The description the cloud lists for `toolId`, if known. */
+  descriptionOf(toolId: string): string | undefined {
+    return this.#tools?.get(toolId)?.info.description || undefined;
   }
 
   /** Calls `toolId` on the cloud (also used by the `pml:search` meta tool). */
@@ -200,26 +241,50 @@ export class CloudTarget implements Target {
     await this.#d.client?.close();
   }
 
-  /** Waits (bounded) for a tool list; refreshes in the background once it is older than the TTL. */
+  /**
+   * Makes sure a tool list is there or on its way: a fresh one is used as is; a stale one (older
+   * than the TTL, or from the cache of an earlier run) is used while a refresh runs in the
+   * background; with none, waits for the cloud at most `listTimeoutMs`, once per load (a later
+   * list does not wait again for a load that already kept one waiting), and not at all within
+   * `retryMs` of a failed load.
+   */
   async #freshTools(): Promise<void> {
-    const now = (this.#d.now ?? Date.now)();
-    const stale = now - this.#toolsAt > (this.#d.toolsTtlMs ?? 5 * 60_000);
-    if (!this.#tools || stale) {
-      const loading = this.#refresh();
-      if (!this.#tools) await this.#bounded(loading);
-    }
+    const now = this.#now();
+    if (this.#tools && now - this.#toolsAt <= (this.#d.toolsTtlMs ?? 5 * 60_000)) return;
+    if (!this.#backingOff(now)) void this.#refresh();
+    const loading = this.#loading;
+    if (this.#tools || !loading || loading === this.#gaveUp) return;
+    if (!(await this.#bounded(loading))) this.#gaveUp = loading;
+  }
+
+  #now(): number {
+    return (this.#d.now ?? Date.now)();
+  }
+
+  #backingOff(now: number): boolean {
+    return this.#failedAt !== undefined && now - this.#failedAt < (this.#d.retryMs ?? 30_000);
+  }
+
+  #setTools(tools: readonly Tool[], at: number): void {
+    this.#tools = new Map(
+      tools.map(toCloudTool).filter((t) => t !== undefined).map((t) => [t.info.id, t]),
+    );
+    this.#toolsAt = at;
   }
 
   #refresh(): Promise<void> {
     this.#loading ??= (async () => {
       try {
         const tools = await this.#d.client!.listTools();
-        this.#tools = new Map(
-          tools.map(toCloudTool).filter((t) => t !== undefined).map((t) => [t.info.id, t]),
-        );
-        this.#toolsAt = (this.#d.now ?? Date.now)();
-      } catch {
+        const at = this.#now();
+        this.#setTools(tools, at);
+        this.#failedAt = undefined;
+        this.#failure = undefined;
+        await (this.#d.cache ?? NO_TOOLS_CACHE).write({ tools, fetchedAt: at });
+      } catch (err) {
         // Offline: keep the last list; calls report the failure.
+        this.#failedAt = this.#now();
+        this.#failure = isPmlError(err) ? err : unreachable(this.#d.config.cloudUrl, err);
       } finally {
         this.#loading = undefined;
       }
@@ -227,12 +292,17 @@ export class CloudTarget implements Target {
     return this.#loading;
   }
 
-  async #bounded(p: Promise<unknown>): Promise<void> {
+  /** Waits for `p` at most `listTimeoutMs`; true when it settled in time. */
+  async #bounded(p: Promise<unknown>): Promise<boolean> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const limit = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.#d.listTimeoutMs ?? 2000);
+    const limit = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.#d.listTimeoutMs ?? 2000);
     });
-    await Promise.race([p.catch(() => {}), limit]).finally(() => clearTimeout(timer));
+    try {
+      return await Promise.race([p.then(() => true, () => true), limit]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** `envRequired` of the HTTP MCP serving namespace `ns`, from the registry (cached). */
@@ -258,6 +328,19 @@ export class CloudTarget implements Target {
     return found.catch(() => []);
   }
 }
+
+function unreachable(cloudUrl: string, cause?: unknown): PmlError {
+  return new PmlError(
+    "CLOUD_UNREACHABLE",
+    `the PML cloud at "${cloudUrl}/mcp" did not list its tools${
+      cause ? ` (${errorMessage(cause)})` : ""
+    }. Local tools keep working; cloud tools work again once it is back.`,
+    { cause },
+  );
+}
+
+/** A tool id the cloud did not list is looked up again at most this often (ms). */
+const MISS_REFRESH_MS = 30_000;
 
 function failure(code: string, message: string): CallToolResult {
   return errorResult(message, { status: "error", code, message });

@@ -9,6 +9,7 @@ import { SyncedRouting } from "../../routing/routing_sync.ts";
 import { CloudClient } from "./cloud_client.ts";
 import { CloudTarget } from "./cloud_target.ts";
 import { cloudSearchTool } from "./search_tool.ts";
+import { type CloudToolsCache, fileToolsCache } from "./tools_cache.ts";
 
 /** Overrides for the cloud side of the gateway (tests, embedding). */
 export interface CloudOptions {
@@ -24,6 +25,8 @@ export interface CloudOptions {
   readonly callTimeoutMs?: number;
   /** Longest wait of `tools/list` for the cloud's tools (default 2 s). */
   readonly listTimeoutMs?: number;
+  /** Where the cloud's last tool list is kept (default `~/.pml/cloud-tools.json`). */
+  readonly toolsCache?: CloudToolsCache;
 }
 
 /** What the composition root wires: the routing resolver, the target (last) and meta tools. */
@@ -77,6 +80,7 @@ export function createCloud(config: Config, opts: CloudOptions = {}): Cloud {
     client,
     fetch: opts.fetch,
     listTimeoutMs: opts.listTimeoutMs ?? Math.min(2000, timeoutMs),
+    cache: opts.toolsCache ?? fileToolsCache(config.pmlHome, config.cloudUrl),
     onClose: () => stop.abort(),
   });
   target.prefetch();

@@ -12,12 +12,16 @@ const DEFAULT_SCHEMA: Record<string, unknown> = {
 
 /**
  * `pml:search` (cloud mode): forwards the query to the cloud's `pml:search`, which searches the
- * registry and the tools the platform serves. Its input schema is the cloud's when known.
+ * registry and the tools the platform serves. Its description and input schema are the cloud's
+ * when known.
  */
 export function cloudSearchTool(cloud: CloudTarget): MetaTool {
   return {
     id: "pml:search",
-    description: "Search the PML registry for tools and capabilities that match a need",
+    get description() {
+      return cloud.descriptionOf("pml:search") ??
+        "Search the PML registry for tools and capabilities that match a need";
+    },
     get inputSchema() {
       return cloud.schemaOf("pml:search") ?? DEFAULT_SCHEMA;
     },

@@ -11,13 +11,14 @@
 import { dirname, join } from "node:path";
 import type { AuditLog } from "../../audit/audit.ts";
 import type { Config } from "../../config/config.ts";
-import { errorMessage, PmlError } from "../../errors.ts";
+import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import {
   checkPermission,
   inferCapabilityApprovalMode,
   type Permissions,
 } from "../../permission/patterns.ts";
 import type { IntegrityChange, LoadedModule } from "../../registry/loader.ts";
+import { isUnreachable } from "../../registry/registry_client.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { SandboxPool } from "../../sandbox/pool.ts";
 import {
@@ -94,9 +95,17 @@ export class DenoModuleTarget implements Target {
       const lock = await this.stack.lockfile();
       found = lock.entries().some(([name, e]) => e.type === "deno" && toolOf(name) === toolId) ||
         (await this.stack.client.findTool(toolId)) !== undefined;
-    } catch {
-      // Registry unreachable or lockfile corrupt: claim client tools so the call explains why.
-      return this.#d.routing.routeOf(toolId) === "client";
+    } catch (err) {
+      // Registry unreachable or lockfile corrupt: nobody can tell whether the tool exists. Say why
+      // (the gateway answers with it before any permission question) rather than claim it.
+      const why = isUnreachable(err)
+        ? `it is not in the local cache and the registry is unreachable (${errorMessage(err)})`
+        : errorMessage(err);
+      throw new PmlError(
+        isPmlError(err) ? err.code : "REGISTRY_UNREACHABLE",
+        `Cannot tell whether "${toolId}" exists: ${why}`,
+        { cause: err },
+      );
     }
     this.#known.set(toolId, { found, until: now + (found ? 3_600_000 : 60_000) });
     return found;
