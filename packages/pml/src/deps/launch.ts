@@ -1,3 +1,4 @@
+import { dirname, isAbsolute, join } from "node:path";
 import { PmlError } from "../errors.ts";
 import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
@@ -189,21 +190,95 @@ export function denoLaunch(
 }
 
 /**
- * A declared raw command (`uvx …`, `npx …` without a pinned package): not sandboxed, so it is only
- * run after an explicit approval. It gets `PATH` and `HOME` (needed to find the tool and its cache)
- * plus the declared variables.
+ * A declared raw command (`uvx …`, `npx …` without a pinned package). Nothing pins what it runs, so
+ * it runs inside the OS sandbox like every other local execution (DESIGN §12), after an explicit
+ * approval: the system read-only, the folder of the resolved command read-only, the workspace and
+ * declared reads read-only, declared writes read-write, a private `HOME` of its own that persists
+ * between runs (package runners keep their caches there; the user's home is not visible), the
+ * control files read-only, and the network only when its metadata declares hosts. It gets `PATH`,
+ * that `HOME` and the declared variables. Without an OS sandbox it is refused unless `.pml.json`
+ * sets `sandbox.unconfined`; then it runs as declared with the user's `HOME`.
  */
 export function commandLaunch(
   meta: DependencyMeta,
-  ctx: { workspace: string; env: Readonly<Record<string, string>> },
+  ctx: {
+    workspace: string;
+    env: Readonly<Record<string, string>>;
+    /** Where dependencies keep their files; the command's private home is `<depsDir>/<server>.home`. */
+    depsDir: string;
+    osSandbox?: OsSandboxStatus;
+    unconfined?: boolean;
+  },
 ): LaunchSpec {
   const vars = { workspace: ctx.workspace };
+  const x = (vs: readonly string[]) => vs.map((v) => expand(v, vars, meta.server));
+  const command = expand(meta.command, vars, meta.server);
+  const args = meta.args.map((a) => expand(a, vars, meta.server));
+  const declared = pick(ctx.env, declaredEnv(meta));
+  const os = ctx.osSandbox ?? detectOsSandbox(ctx.env.PATH);
+  if (!os.available) {
+    const refusal = osWallRefusal(meta.server, os, ctx.unconfined ?? false);
+    if (refusal) {
+      throw new PmlError("NO_OS_SANDBOX", refusal, { details: { server: meta.server } });
+    }
+    return {
+      server: meta.server,
+      command,
+      args,
+      env: { ...pick(ctx.env, ["PATH", "HOME"]), ...declared },
+      cwd: ctx.workspace,
+      mode: "command",
+      unconfined: os.reason,
+    };
+  }
+  const home = commandHome(ctx.depsDir, meta.server);
+  Deno.mkdirSync(home, { recursive: true });
+  const resolved = resolveCommand(command, ctx.env.PATH ?? "/usr/bin:/bin", ctx.workspace);
+  const policy: OsPolicy = {
+    ro: [ctx.workspace, ...x(meta.permissions.read), ...(resolved?.folders ?? [])],
+    rw: [home, ...x(meta.permissions.write)],
+    protect: controlFilePaths(ctx.workspace),
+    net: meta.permissions.net.length > 0,
+    system: "full",
+  };
   return {
     server: meta.server,
-    command: expand(meta.command, vars, meta.server),
-    args: meta.args.map((a) => expand(a, vars, meta.server)),
-    env: { ...pick(ctx.env, ["PATH", "HOME"]), ...pick(ctx.env, declaredEnv(meta)) },
+    command: os.bwrap,
+    args: bwrapArgs(policy, ctx.workspace, [resolved?.path ?? command, ...args]),
+    env: { ...pick(ctx.env, ["PATH"]), HOME: home, ...declared },
     cwd: ctx.workspace,
     mode: "command",
   };
+}
+
+/** The private home of a raw command: its own caches, never the user's home. */
+export function commandHome(depsDir: string, server: string): string {
+  return join(depsDir, `${server}.home`);
+}
+
+/**
+ * `command` as the host's `PATH` finds it (or relative to `cwd`), with the folders to bind for it:
+ * its own and, when it is a symlink, its target's (argv[0] keeps the name it was called by).
+ */
+function resolveCommand(
+  command: string,
+  path: string,
+  cwd: string,
+): { path: string; folders: string[] } | undefined {
+  const candidates = command.includes("/")
+    ? [isAbsolute(command) ? command : join(cwd, command)]
+    : path.split(":").filter(Boolean).map((dir) => join(dir, command));
+  for (const candidate of candidates) {
+    try {
+      if (Deno.statSync(candidate).isFile) {
+        return {
+          path: candidate,
+          folders: [...new Set([dirname(candidate), dirname(Deno.realPathSync(candidate))])],
+        };
+      }
+    } catch {
+      // not there: the next one
+    }
+  }
+  return undefined;
 }

@@ -177,6 +177,47 @@ Deno.test("stdio dependency with sandbox.unconfined and no OS sandbox: runs, and
   }
 });
 
+/** A `private_mcps` raw command (no npm package): here, one that fails at once. */
+const RAW = {
+  flaky: {
+    type: "stdio",
+    install: { command: "sh", args: ["-c", "echo boom >&2; exit 3"], envRequired: [] },
+    tools: [{ name: "flaky:go", description: "crashes", inputSchema: { type: "object" } }],
+  },
+};
+
+Deno.test("raw command without an OS sandbox: refused with what to install, before anything is asked", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["flaky"] }, private_mcps: RAW });
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, {
+    stdio: { installer: npm, osSandbox: MISSING() },
+    elicit: (m) => (asked.push(m), "yes"),
+  });
+  const r = await g.client.callTool({ name: "flaky:go", arguments: {} });
+  assert(r.isError);
+  assertStringIncludes(textOf(r), '"flaky" was not started');
+  assertEquals((r.structuredContent as { code?: string }).code, "NO_OS_SANDBOX");
+  assertEquals(asked, [], "nothing was asked");
+});
+
+Deno.test("raw command with sandbox.unconfined and no OS sandbox: the question says UNCONFINED", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["flaky"] },
+    sandbox: { unconfined: true },
+    private_mcps: RAW,
+  });
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, {
+    stdio: { installer: npm, osSandbox: MISSING() },
+    elicit: (m) => (asked.push(m), "yes"),
+  });
+  const r = await g.client.callTool({ name: "flaky:go", arguments: {} });
+  assert(r.isError);
+  assertStringIncludes(textOf(r), "boom", "it ran");
+  assertEquals(asked.length, 1);
+  assertStringIncludes(asked[0], "runs UNCONFINED with your home");
+});
+
 Deno.test("pool: a sandbox whose OS policy changed is replaced; the old one finishes its call, then ends", async () => {
   await using ws = tempWorkspace(SHELL);
   const pool = new SandboxPool({ onStderr: () => {} });

@@ -113,9 +113,10 @@ export class StdioTarget implements Target {
         missing,
       });
     }
-    if (meta.package) {
-      // An npm server is a third party's code: it runs inside the OS sandbox, or not at all
-      // (unless .pml.json accepts it unconfined). Said before anything is asked or installed.
+    {
+      // An npm server or a raw command is a third party's code: it runs inside the OS sandbox, or
+      // not at all (unless .pml.json accepts it unconfined). Said before anything is asked or
+      // installed.
       const refusal = osWallRefusal(
         meta.server,
         this.#d.osSandbox ?? detectOsSandbox(),
@@ -151,9 +152,9 @@ export class StdioTarget implements Target {
         type: "dependency",
         description: meta.package
           ? `Install ${meta.server}@${meta.package.version}? (npm package ${meta.package.name}, run under Deno with only the permissions it declares)`
-          : `Run ${meta.server} with "${
-            [meta.command, ...meta.args].join(" ")
-          }"? (a raw command: not sandboxed)`,
+          : `Run ${meta.server} with "${[meta.command, ...meta.args].join(" ")}"? (${
+            rawCommandGrants(meta, this.#d.osSandbox ?? detectOsSandbox(this.#d.env.PATH))
+          })`,
         context: {
           server: meta.server,
           fqdn: meta.fqdn,
@@ -306,6 +307,15 @@ export class StdioTarget implements Target {
     if (!meta.package) throw new PmlError("METADATA_INVALID", `${meta.server} has no npm package`);
     return join(this.#d.depsDir, `${meta.server}@${meta.package.version}`);
   }
+}
+
+/** What a raw command will be able to do, for its approval question. */
+function rawCommandGrants(meta: DependencyMeta, os: OsSandboxStatus): string {
+  if (!os.available) return "a raw command, nothing pinned: runs UNCONFINED with your home";
+  const { write, net } = meta.permissions;
+  return "a raw command, nothing pinned: runs in the OS sandbox, reads the workspace" +
+    (write.length ? `, writes ${write.join(", ")}` : ", writes only its own private home") +
+    (net.length ? `, network (declared: ${net.join(", ")})` : ", no network");
 }
 
 function pinOf(meta: DependencyMeta): string {

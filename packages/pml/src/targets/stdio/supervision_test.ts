@@ -134,7 +134,8 @@ Deno.test("raw command: approved once; repeated crashes give up with a clear err
   assertEquals(asked.length, 1, "a raw command is approved once");
   assertStringIncludes(
     asked[0],
-    'Run flaky with "sh -c echo boom >&2; exit 3"? (a raw command: not sandboxed)',
+    'Run flaky with "sh -c echo boom >&2; exit 3"? (a raw command, nothing pinned: runs in the OS ' +
+      "sandbox, reads the workspace, writes only its own private home, no network)",
   );
   assertStringIncludes(texts[0], "Cannot start flaky");
   assertStringIncludes(texts[0], "boom");
