@@ -18,11 +18,6 @@ import { PML_BIN, processAlive } from "./_spawn.ts";
 
 const VERSION = "2026.8.31";
 
-/** Live members of process group `pgid`. */
-function groupMembers(pgid: number): number[] {
-  return liveProcesses().filter((p) => p.pgid === pgid).map((p) => p.pid);
-}
-
 const text = (r: unknown) =>
   ((r as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? "").join("");
 
@@ -60,8 +55,8 @@ Deno.test("e2e deps: approve → install → call through bin/pml; no process le
     `memory@${VERSION}`,
     "node_modules/@modelcontextprotocol/server-memory/dist/index.js",
   );
-  // A declared raw command whose process group outlives stdin EOF (a background child): only
-  // killing the group, at exit or at the next start, removes it.
+  // A declared raw command with a background child that outlives stdin EOF: it runs inside the OS
+  // sandbox, whose pid namespace dies with pml, even when pml is killed with SIGKILL.
   ws.write(
     ".pml.json",
     JSON.stringify({
@@ -69,7 +64,7 @@ Deno.test("e2e deps: approve → install → call through bin/pml; no process le
       private_mcps: {
         keeper: {
           type: "stdio",
-          install: { command: "sh", args: ["-c", `sleep 300 & exec node ${memoryBin}`] },
+          install: { command: "sh", args: ["-c", `sleep 317 & exec node ${memoryBin}`] },
           tools: [{ name: "keeper:read_graph", inputSchema: { type: "object" } }],
         },
       },
@@ -117,26 +112,34 @@ Deno.test("e2e deps: approve → install → call through bin/pml; no process le
     arguments: { workflow_id: decision, decision: "yes" },
   });
   assertStringIncludes(text(kept), "through pml");
+  const sleepers = () =>
+    liveProcesses().filter((p) => {
+      try {
+        return Deno.readTextFileSync(`/proc/${p.pid}/cmdline`) === "sleep\x00317\x00";
+      } catch {
+        return false;
+      }
+    }).map((p) => p.pid);
+  const [sleeper] = sleepers();
+  assert(sleeper, "the raw command's background child runs");
   const keeper = pidsWith(deps).find((pid) =>
     Deno.readTextFileSync(`/proc/${pid}/cmdline`).startsWith("node")
   )!;
-  const group = groupMembers(keeper);
-  assertEquals(group.length, 2, "node and its background sleep share the group");
+  assert(keeper, "the raw command's server runs");
   Deno.kill(second.pid, "SIGKILL");
   await waitFor(() => !processAlive(second.pid), "pml to die");
   await second.client.close().catch(() => {});
-  const sleeper = group.find((pid) => pid !== keeper)!;
   await waitFor(
-    () => !processAlive(orphan) && !processAlive(keeper),
-    "the servers to exit on stdin EOF",
+    () => !processAlive(orphan) && !processAlive(keeper) && !processAlive(sleeper),
+    "the servers and the background child to end with pml's sandboxes",
   );
-  assert(processAlive(sleeper), "the background child outlives pml (until reaped)");
 
-  // 4. The next pml reaps what the killed one left, at start.
+  // 4. The next pml clears what the killed one left (its pid file; the groups of an unconfined run
+  // are killed there, see supervision_test.ts).
   const third = await spawnPml(ws);
   await third.client.listTools();
-  await waitFor(() => !processAlive(sleeper), "the orphan group to be killed");
   assertEquals(pidsWith(deps).length, 0);
+  assertEquals(sleepers(), []);
   assertEquals(
     [...Deno.readDirSync(join(ws.dir, ".pml", "deps.pids"))].filter((e) =>
       e.name === `${second.pid}.json`
