@@ -153,7 +153,7 @@ Deno.test("config: a metadata placeholder outside private_mcps is a clear error,
     () => loadConfig({ env: { PML_WORKSPACE: ws.dir, packageDir: "/x" }, cwd: ws.dir }),
     PmlError,
   );
-  assertEquals(err.code, "CONFIG_INVALID");
+  assertEquals((err as PmlError).code, "CONFIG_INVALID");
   assertMatch(
     err.message,
     /sandbox\.read\[0\]: \$\{packageDir\} is a registry metadata placeholder/,
