@@ -77,6 +77,8 @@ Deno.test("config: invalid file names the file, the field and what was expected"
       [{ cloudUrl: "not a url" }, "cloudUrl", /URL/],
       [{ port: 70000 }, "port", /65535/],
       [{ permisions: {} }, "(top level)", /permisions/],
+      [{ sandbox: { net: ["https://api.example.com/x"] } }, "sandbox.net.0", /host:port/],
+      [{ sandbox: { net: ["a.com,b.com"] } }, "sandbox.net.0", /host:port/],
     ] as const
   ) {
     await using ws = tempWorkspace(content);

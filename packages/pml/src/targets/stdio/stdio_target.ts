@@ -171,10 +171,14 @@ export class StdioTarget implements Target {
     );
   }
 
-  /** The metadata of `server` with the network hosts `.pml.json` grants added. */
+  /**
+   * The metadata of `server`; an npm server (run under Deno, which filters per host) also gets the
+   * network hosts `.pml.json` `sandbox.net` grants. A raw command does not: nothing would narrow
+   * the host's whole network for it, so it gets only what its own metadata declares.
+   */
   async #meta(server: string): Promise<DependencyMeta | undefined> {
     const meta = await this.#d.source.get(server);
-    return meta && withNetGrants(meta, this.#d.net ?? []);
+    return meta?.package ? withNetGrants(meta, this.#d.net ?? []) : meta;
   }
 
   #wallRefusal(meta: DependencyMeta): string | undefined {
