@@ -112,3 +112,23 @@ Deno.test("net grant: the question about an ask tool shows the network grant", a
     `Allow "netmod:get" to run? It runs with network access to 127.0.0.1:${t.a.port} only.`,
   );
 });
+
+Deno.test("net grant: a private deno MCP gets its own private_mcps permissions.net, nothing more", async () => {
+  await using a = loopbackServer("A");
+  await using b = loopbackServer("B");
+  const code = fetcher([]).replace('"netmod"', '"mine"');
+  await using ws = tempWorkspace({
+    permissions: { allow: ["mine:*"], ask: [], deny: [] },
+    private_mcps: {
+      mine: { type: "deno", code, permissions: { net: [`127.0.0.1:${a.port}`] } },
+    },
+  });
+  await using g = await gatewayFor(ws, { env: { HOME: ws.home } });
+  const get = (port: number) =>
+    g.client.callTool({ name: "mine:get", arguments: { url: `http://127.0.0.1:${port}/p` } });
+  const ok = await get(a.port);
+  assertEquals(textOf(ok), "hello from A");
+  const refused = await get(b.port);
+  assert(refused.isError, textOf(refused));
+  assertEquals(b.seen, []);
+});
