@@ -116,8 +116,9 @@ export class StdioTarget implements Target {
     if (this.#ready.get(meta.server)?.pin === pinOf(meta)) return undefined;
     if (await this.#recorded(meta).catch(() => "refused")) return undefined;
     const request = this.#dependencyRequest(meta);
+    const { what, grants } = this.#whatRuns(meta);
     return {
-      description: `Its first use ${meta.package ? "installs" : "runs"} ${this.#whatRuns(meta)}.`,
+      description: `Its first use ${meta.package ? "installs" : "runs"} ${what} (${grants}).`,
       context: { dependency: request.context },
       covers: request,
     };
@@ -194,11 +195,10 @@ export class StdioTarget implements Target {
    * (package, version, integrity, grants), asked once per install.
    */
   #dependencyRequest(meta: DependencyMeta): ApprovalRequest {
+    const { what, grants } = this.#whatRuns(meta);
     return {
       type: "dependency",
-      description: meta.package
-        ? `Install ${this.#whatRuns(meta)}?`
-        : `Run ${this.#whatRuns(meta)}?`,
+      description: meta.package ? `Install ${what} (${grants})?` : `Run ${what}? (${grants})`,
       context: {
         server: meta.server,
         fqdn: meta.fqdn,
@@ -212,16 +212,23 @@ export class StdioTarget implements Target {
     };
   }
 
-  /** `memory@1.0.0 (npm package …, integrity …; run under Deno with: grants)`, or the raw command. */
-  #whatRuns(meta: DependencyMeta): string {
+  /**
+   * What runs (`memory@1.0.0`, or `x with "uvx x"`) and, in words, the package, its integrity and
+   * the grants it runs with.
+   */
+  #whatRuns(meta: DependencyMeta): { what: string; grants: string } {
     const pkg = meta.package;
     if (!pkg) {
-      return `${meta.server} with "${[meta.command, ...meta.args].join(" ")}" (${
-        rawCommandGrants(meta, this.#d.osSandbox ?? detectOsSandbox(this.#d.env.PATH))
-      })`;
+      return {
+        what: `${meta.server} with "${[meta.command, ...meta.args].join(" ")}"`,
+        grants: rawCommandGrants(meta, this.#d.osSandbox ?? detectOsSandbox(this.#d.env.PATH)),
+      };
     }
-    return `${meta.server}@${pkg.version} (npm package ${pkg.name}@${pkg.version}, integrity ${pkg.integrity}; ` +
-      `run under Deno with only these grants: ${describeDenoGrants(meta)})`;
+    return {
+      what: `${meta.server}@${pkg.version}`,
+      grants: `npm package ${pkg.name}@${pkg.version}, integrity ${pkg.integrity}; ` +
+        `run under Deno with only these grants: ${describeDenoGrants(meta)}`,
+    };
   }
 
   async close(): Promise<void> {
