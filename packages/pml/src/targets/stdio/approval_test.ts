@@ -95,8 +95,11 @@ Deno.test("allowed tool: its first install is asked once, with package, version,
   assert(asked[0].startsWith(`Install memory@${PKG.version} (`), asked[0]);
   assertStringIncludes(asked[0], `npm package ${PKG.name}@${PKG.version}`);
   assertStringIncludes(asked[0], `integrity ${PKG.integrity}`);
-  // .pml.json sandbox.net is part of the grant, and shown.
+  // .pml.json sandbox.net is part of the grant, shown, and what the server runs with.
   assertStringIncludes(asked[0], "network to 127.0.0.1:9 only");
+  const [server] = pidsWith(ws.dir);
+  const argv = Deno.readTextFileSync(`/proc/${server}/cmdline`).split("\0");
+  assert(argv.includes("--allow-net=127.0.0.1:9"), argv.join(" "));
   const again = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
   assert(!again.isError, textOf(again));
   assertEquals(asked.length, 1, "asked once");
