@@ -46,10 +46,28 @@ export interface Config {
   readonly env: Readonly<Record<string, string>>;
 }
 
-/** Expands `${VAR}` from `env` in every string of a JSON value; unset variables are an error. */
+/**
+ * The placeholders of registry metadata (`${workspace}`, `${packageDir}`), expanded by PML when it
+ * launches a stdio server, never read from the environment. Kept as written inside `private_mcps`
+ * (so a registry entry can be pasted there as it is); an error anywhere else.
+ */
+export const METADATA_PLACEHOLDERS: ReadonlySet<string> = new Set(["workspace", "packageDir"]);
+
+/**
+ * Expands `${VAR}` from `env` in every string of a JSON value; unset variables are an error. The
+ * {@link METADATA_PLACEHOLDERS} are no variables: kept under `private_mcps`, refused elsewhere.
+ */
 export function expandEnv(value: unknown, env: Readonly<Record<string, string>>, at = ""): unknown {
   if (typeof value === "string") {
-    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) => {
+      if (METADATA_PLACEHOLDERS.has(name)) {
+        if (at === "private_mcps" || at.startsWith("private_mcps.")) return whole;
+        throw new PmlError(
+          "CONFIG_INVALID",
+          `${at || "value"}: ${whole} is a registry metadata placeholder, not an environment ` +
+            `variable; it is expanded only inside private_mcps (where PML launches the server)`,
+        );
+      }
       const v = env[name];
       if (v === undefined) {
         throw new PmlError(

@@ -4,6 +4,8 @@ import { PmlError } from "../errors.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 import { DEFAULT_PERMISSIONS } from "./defaults.ts";
 import { loadConfig } from "./config.ts";
+import { denoLaunch } from "../deps/launch.ts";
+import { PrivateMcpSource } from "../deps/sources.ts";
 import { resolveWorkspace } from "./workspace.ts";
 
 Deno.test("workspace: PML_WORKSPACE wins", async () => {
@@ -75,6 +77,8 @@ Deno.test("config: invalid file names the file, the field and what was expected"
       [{ cloudUrl: "not a url" }, "cloudUrl", /URL/],
       [{ port: 70000 }, "port", /65535/],
       [{ permisions: {} }, "(top level)", /permisions/],
+      [{ sandbox: { net: ["https://api.example.com/x"] } }, "sandbox.net.0", /host:port/],
+      [{ sandbox: { net: ["a.com,b.com"] } }, "sandbox.net.0", /host:port/],
     ] as const
   ) {
     await using ws = tempWorkspace(content);
@@ -100,5 +104,60 @@ Deno.test("config: broken JSON and unset variables are clear errors", async () =
     () => loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir }),
     PmlError,
     'environment variable "NOPE_NOT_SET" is not set',
+  );
+});
+
+Deno.test("config: a registry entry pasted into private_mcps keeps ${workspace}/${packageDir} for the launcher, ${VAR} still expanded", async () => {
+  const entry = JSON.parse(
+    Deno.readTextFileSync(join(import.meta.dirname!, "../../../../registry/mcp/memory.json")),
+  );
+  entry.permissions.read.push("${workspace}/notes", "${NOTES}");
+  await using ws = tempWorkspace({ private_mcps: { memtwo: entry } });
+  const c = loadConfig({
+    env: { PML_WORKSPACE: ws.dir, NOTES: "/srv/notes" },
+    cwd: ws.dir,
+    home: ws.home,
+  });
+  const perms = c.privateMcps.memtwo as { permissions: { read: string[]; write: string[] } };
+  assertEquals(perms.permissions.read, [
+    "${packageDir}",
+    "${workspace}/notes",
+    "/srv/notes",
+  ]);
+  assertEquals(perms.permissions.write, ["${packageDir}"]);
+  // The launcher expands the placeholders with the real folders.
+  const meta = (await new PrivateMcpSource(c.privateMcps).get("memtwo"))!;
+  const spec = denoLaunch(meta, {
+    dir: "/deps/memtwo",
+    packageDir: "/deps/memtwo/node_modules/pkg",
+    integrity: meta.package!.integrity,
+    bin: "/deps/memtwo/node_modules/pkg/dist/index.js",
+  }, {
+    workspace: ws.dir,
+    denoPath: "deno",
+    denoDir: "/cache",
+    env: {},
+    osSandbox: { available: false, reason: "test" },
+    unconfined: true,
+  });
+  assert(
+    spec.args.includes(
+      `--allow-read=/deps/memtwo,/deps/memtwo/node_modules/pkg,${ws.dir}/notes,/srv/notes`,
+    ),
+    spec.args.join(" "),
+  );
+  assert(spec.args.includes("--allow-write=/deps/memtwo/node_modules/pkg"), spec.args.join(" "));
+});
+
+Deno.test("config: a metadata placeholder outside private_mcps is a clear error, not an env lookup", async () => {
+  await using ws = tempWorkspace({ sandbox: { read: ["${packageDir}"] } });
+  const err = assertThrows(
+    () => loadConfig({ env: { PML_WORKSPACE: ws.dir, packageDir: "/x" }, cwd: ws.dir }),
+    PmlError,
+  );
+  assertEquals((err as PmlError).code, "CONFIG_INVALID");
+  assertMatch(
+    err.message,
+    /sandbox\.read\[0\]: \$\{packageDir\} is a registry metadata placeholder/,
   );
 });

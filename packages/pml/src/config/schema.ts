@@ -5,6 +5,12 @@ const toolPattern = z.string().regex(
   'a tool pattern: "*", "ns", "ns:*" or "ns:action"',
 );
 
+/** A network grant: a host or `host:port`, as Deno's `--allow-net` takes it (no scheme, no path). */
+const netHost = z.string().regex(
+  /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(:[0-9]{1,5})?$/,
+  'a host or host:port, such as "api.example.com" or "127.0.0.1:8080"',
+);
+
 /** Permissions block of `.pml.json`: lists of tool patterns. */
 export const PermissionsSchema = z.object({
   allow: z.array(toolPattern).default([]),
@@ -29,7 +35,7 @@ export const PrivateMcpSchema = z.object({
   permissions: z.object({
     read: z.array(z.string()).default([]),
     write: z.array(z.string()).default([]),
-    net: z.array(z.string()).default([]),
+    net: z.array(netHost).default([]),
     env: z.array(z.string()).default([]),
   }).partial().optional(),
   proxyTo: z.string().optional(),
@@ -53,7 +59,7 @@ export const PmlFileSchema = z.object({
   sandbox: z.object({
     read: z.array(z.string()).default([]),
     write: z.array(z.string()).default([]),
-    net: z.array(z.string()).default([]),
+    net: z.array(netHost).default([]),
     unconfined: z.boolean().default(false),
   }).partial().strict().optional(),
 }).strict();

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { PmlError } from "../errors.ts";
 import type { PinnedPackage } from "./metadata.ts";
+import { npmInstallFailure } from "./_npm_failure.ts";
 
 /** An npm package installed and verified in its own folder. */
 export interface InstalledPackage {
@@ -149,13 +150,10 @@ export class NpmInstaller implements Installer {
       );
     }
     if (!out.success) {
-      const stderr = new TextDecoder().decode(out.stderr).split("\n")
-        .filter((l) => l.trim() && !l.includes("Unknown user config")).slice(-6).join("\n");
-      throw new PmlError(
-        "DEPENDENCY_INSTALL_FAILED",
-        `Cannot install ${pkg.name}@${pkg.version}: npm install exited with code ${out.code}${
-          this.#offline ? " (offline: only npm's local cache is used)" : ""
-        }\n${stderr}`,
+      throw npmInstallFailure(
+        pkg,
+        { code: out.code, stderr: new TextDecoder().decode(out.stderr) },
+        { offline: this.#offline, env: this.#env },
       );
     }
   }

@@ -39,10 +39,25 @@ Deno.test("fresh machine: with an empty npm cache, --offline fails clearly and t
   // What the tests did before: --offline needs npm metadata that nothing has cached yet.
   const offline = new NpmInstaller({ offline: true, env: m.env });
   const err = await assertRejects(() => offline.install(MEMORY, dir), PmlError);
-  assertEquals((err as PmlError).code, "DEPENDENCY_INSTALL_FAILED");
-  assertStringIncludes(err.message, `Cannot install ${MEMORY.name}@${MEMORY.version}`);
-  assertStringIncludes(err.message, "offline: only npm's local cache is used");
+  assertEquals((err as PmlError).code, "DEPENDENCY_NOT_CACHED");
+  // What is missing (this package, in this cache) and what to do, not npm's ENOTCACHED text.
+  assertStringIncludes(
+    err.message,
+    `Cannot install ${MEMORY.name}@${MEMORY.version}: npm is offline`,
+  );
+  assertStringIncludes(err.message, `its cache (${m.cache}) does not hold the package`);
+  assertStringIncludes(err.message, `run "npm cache add ${MEMORY.name}@${MEMORY.version}"`);
+  assert(!err.message.includes("only-if-cached"), err.message);
+  assert(!err.message.includes("npm error"), err.message);
+  assertEquals((err as PmlError).details?.npmCode, "ENOTCACHED");
   assertEquals(entries(deps), [], "no folder and no staging folder is left");
+
+  // npm's own offline setting (from the environment) gets the same answer.
+  const npmOffline = new NpmInstaller({ env: { ...m.env, npm_config_offline: "true" } });
+  const viaConfig = await assertRejects(() => npmOffline.install(MEMORY, dir), PmlError);
+  assertEquals((viaConfig as PmlError).code, "DEPENDENCY_NOT_CACHED");
+  assertStringIncludes(viaConfig.message, "npm's offline setting");
+  assertEquals(entries(deps), []);
 
   // As users install: npm fetches what its cache lacks, and the pinned integrity is checked.
   const installed = await new NpmInstaller({ env: m.env }).install(MEMORY, dir);
@@ -66,6 +81,30 @@ Deno.test("fresh machine: with an empty npm cache, --offline fails clearly and t
   );
   assertEquals((bad as PmlError).code, "INTEGRITY_MISMATCH");
   assertEquals(entries(deps), ["again", `memory@${MEMORY.version}`]);
+});
+
+Deno.test("an unreachable npm registry with an empty cache says so and what to do", async () => {
+  await using m = await freshMachine();
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close(); // nothing listens there any more: connections are refused
+  const env = {
+    ...m.env,
+    npm_config_registry: `http://127.0.0.1:${port}/`,
+    npm_config_fetch_retries: "0",
+  };
+  const deps = join(m.root, "deps");
+  const err = await assertRejects(
+    () => new NpmInstaller({ env }).install(MEMORY, join(deps, "memory")),
+    PmlError,
+  );
+  assertEquals((err as PmlError).code, "DEPENDENCY_REGISTRY_UNREACHABLE");
+  assertStringIncludes(err.message, "npm cannot reach its registry (ECONNREFUSED");
+  assertStringIncludes(err.message, `127.0.0.1:${port}`);
+  assertStringIncludes(err.message, `its cache (${m.cache}) does not hold the package`);
+  assertStringIncludes(err.message, "HTTPS_PROXY");
+  assert(!err.message.includes("minipass-fetch"), err.message);
+  assertEquals(entries(deps), []);
 });
 
 Deno.test("npm gets only what it needs from the environment: no PML or BYOK keys", async () => {

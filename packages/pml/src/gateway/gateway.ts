@@ -1,7 +1,13 @@
 import type { CallToolResult, Tool } from "../sdk/types.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
-import type { ApprovalDecision, Approvals, DecidedBy, Elicit } from "../permission/approvals.ts";
+import type {
+  ApprovalDecision,
+  ApprovalRequest,
+  Approvals,
+  DecidedBy,
+  Elicit,
+} from "../permission/approvals.ts";
 import { namedNamespaces } from "../permission/patterns.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingResolver } from "../routing/routing.ts";
@@ -176,15 +182,35 @@ export class Gateway {
       return errorResult(message, { status: "error", code, message });
     }
     const target = found.target;
-    const run = () => this.#dispatch(target, toolId, args, channel);
-    if (decision === "allow") return await run();
+    if (decision === "allow") return await this.#dispatch(target, toolId, args, channel);
+    // One question: what the target would set up first (an install, its grants) is named in it,
+    // and the install approval it covers is not asked again in this call.
+    const pre = await target.preflight?.(splitCall(toolId, args)).catch(() => undefined);
     return await this.#deps.approvals.ask(
       {
         type: "tool_permission",
-        description: `Allow "${toolId}" to run?`,
-        context: { tool: toolId, arguments: args, routing: this.#deps.routing.routeOf(toolId) },
+        description: `Allow "${toolId}" to run?${pre ? ` ${pre.description}` : ""}`,
+        context: {
+          tool: toolId,
+          arguments: args,
+          routing: this.#deps.routing.routeOf(toolId),
+          ...pre?.context,
+        },
       },
-      (d, by) => this.#afterApproval(d, by, toolId, run),
+      (d, by) =>
+        this.#afterApproval(
+          d,
+          by,
+          toolId,
+          () =>
+            this.#dispatch(
+              target,
+              toolId,
+              args,
+              channel,
+              pre?.covers && { request: pre.covers, by },
+            ),
+        ),
       { elicit: channel.elicit, session: channel.session },
     );
   }
@@ -228,29 +254,34 @@ export class Gateway {
     return unavailable ? { unavailable } : undefined;
   }
 
+  /**
+   * Runs the call on its target. `covered` is a target approval the human has already answered
+   * inside the tool's own question: when the target asks exactly it, once, it is not asked again.
+   */
   async #dispatch(
     target: Target,
     toolId: string,
     args: Record<string, unknown>,
     channel: CallChannel,
+    covered?: { request: ApprovalRequest; by: DecidedBy },
   ): Promise<CallToolResult> {
-    const colon = toolId.indexOf(":");
-    const call: ToolCall = {
-      toolId,
-      ns: toolId.slice(0, colon),
-      action: toolId.slice(colon + 1),
-      args,
-    };
+    const call = splitCall(toolId, args);
     try {
       return await target.call(call, {
         callTool: (id, a) => this.#nested(id, a, channel),
         progress: channel.progress,
         signal: channel.signal,
-        ask: (request, resume) =>
-          this.#deps.approvals.ask(request, resume, {
+        ask: (request, resume) => {
+          if (covered && sameRequest(covered.request, request)) {
+            const by = covered.by;
+            covered = undefined;
+            return resume("yes", by);
+          }
+          return this.#deps.approvals.ask(request, resume, {
             elicit: channel.elicit,
             session: channel.session,
-          }),
+          });
+        },
       });
     } catch (err) {
       return errorResult(`"${toolId}" failed: ${errorMessage(err)}`);
@@ -299,6 +330,17 @@ export class Gateway {
       ...(this.#deps.resources ?? []).map((r) => r.close()),
     ]);
   }
+}
+
+function splitCall(toolId: string, args: Record<string, unknown>): ToolCall {
+  const colon = toolId.indexOf(":");
+  return { toolId, ns: toolId.slice(0, colon), action: toolId.slice(colon + 1), args };
+}
+
+/** The same question: type, words and context (what was shown is what is covered). */
+function sameRequest(a: ApprovalRequest, b: ApprovalRequest): boolean {
+  return a.type === b.type && a.description === b.description &&
+    JSON.stringify(a.context) === JSON.stringify(b.context);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

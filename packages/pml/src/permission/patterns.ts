@@ -25,15 +25,20 @@ export function matchesPattern(pattern: string, toolId: string): boolean {
 }
 
 /**
- * Decides a tool: deny > ask > allow; a tool matched by none is `ask`.
+ * Decides a tool (docs/permissions.md): any `deny` pattern wins; then an exact tool id (`ask`
+ * before `allow`), so that a tool the human answered "always" for stays allowed under a wildcard
+ * `ask`; then the wildcard patterns (`ask` before `allow`); a tool matched by none is `ask`.
  *
  * @example
  * ```ts
  * checkPermission("shell:exec", { allow: ["*"], ask: [], deny: ["shell"] }); // "deny"
+ * checkPermission("shell:exec", { allow: ["shell:exec"], ask: ["shell:*"], deny: [] }); // "allow"
  * ```
  */
 export function checkPermission(toolId: string, permissions: Permissions): Decision {
   if (permissions.deny.some((p) => matchesPattern(p, toolId))) return "deny";
+  if (permissions.ask.includes(toolId)) return "ask";
+  if (permissions.allow.includes(toolId)) return "allow";
   if (permissions.ask.some((p) => matchesPattern(p, toolId))) return "ask";
   if (permissions.allow.some((p) => matchesPattern(p, toolId))) return "allow";
   return "ask";

@@ -12,15 +12,38 @@ Deno.test("matchesPattern: *, ns, ns:*, exact", () => {
   assertEquals(matchesPattern("shell:*", "filesystem:read_file"), false);
 });
 
-Deno.test("checkPermission: deny > ask > allow, unknown → ask", () => {
+Deno.test("checkPermission: deny, then exact ask/allow, then wildcard ask/allow, unknown → ask", () => {
   const perms = { allow: ["*"], ask: ["filesystem:write_file"], deny: ["shell"] };
   assertEquals(checkPermission("shell:exec", perms), "deny");
   assertEquals(checkPermission("filesystem:write_file", perms), "ask");
   assertEquals(checkPermission("filesystem:read_file", perms), "allow");
   assertEquals(checkPermission("x:y", { allow: [], ask: [], deny: [] }), "ask");
+  // An exact id in allow (what "always" writes) wins over a wildcard ask (the seed's serena:*).
   assertEquals(
     checkPermission("json:parse", { allow: ["json:parse"], ask: ["json"], deny: [] }),
+    "allow",
+  );
+  assertEquals(
+    checkPermission("shell:exec", { allow: ["shell:exec"], ask: ["*"], deny: [] }),
+    "allow",
+  );
+  assertEquals(
+    checkPermission("shell:kill", { allow: ["shell:exec"], ask: ["shell:*"], deny: [] }),
     "ask",
+  );
+  // The same exact id in both lists: ask wins; a wildcard allow never beats a wildcard ask.
+  assertEquals(
+    checkPermission("json:parse", { allow: ["json:parse"], ask: ["json:parse"], deny: [] }),
+    "ask",
+  );
+  assertEquals(
+    checkPermission("json:parse", { allow: ["json"], ask: ["*"], deny: [] }),
+    "ask",
+  );
+  // Deny always wins, even a wildcard deny over an exact allow.
+  assertEquals(
+    checkPermission("shell:exec", { allow: ["shell:exec"], ask: [], deny: ["shell:*"] }),
+    "deny",
   );
   assertEquals(
     checkPermission("json:parse", { allow: ["json"], ask: [], deny: ["json:parse"] }),

@@ -34,6 +34,17 @@ export interface CallContext {
 }
 
 /**
+ * What a target adds to the gateway's question about an `ask` tool, so that the human is asked
+ * once: words for the description, context, and the target's own approval that this answer also
+ * covers (a first install), which is then not asked again in the same call.
+ */
+export interface Preflight {
+  readonly description: string;
+  readonly context: Record<string, unknown>;
+  readonly covers?: ApprovalRequest;
+}
+
+/**
  * Where a call runs (DESIGN §8). Implementations are named by mechanism: `StdTarget` (built-in
  * tools in a sandbox), `DenoModuleTarget`, `StdioTarget`, `CloudTarget`.
  */
@@ -44,6 +55,8 @@ export interface Target {
   /** True when this target runs `toolId`. */
   provides(toolId: string): Promise<boolean>;
   call(call: ToolCall, ctx: CallContext): Promise<CallToolResult>;
+  /** What the question about an `ask` tool should also say (and cover); see {@link Preflight}. */
+  preflight?(call: ToolCall): Promise<Preflight | undefined>;
   /** Stops every process the target started. */
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 /**
  * `DenoModuleTarget` (DESIGN §8): runs deno modules from the registries (and `private_mcps`) in a
- * sandbox subprocess with no read, write, net or run grant and no environment, with code
- * generation from strings disabled. Before that: the loader's integrity, lockfile and import
+ * sandbox subprocess with no read, write or run grant and no environment, with code generation
+ * from strings disabled; network only to the hosts `.pml.json` grants it ({@link moduleNet}). Before that: the loader's integrity, lockfile and import
  * checks; an `integrity` approval when a locked hash changed; and the capability's approval mode
  * from the tools it calls (`inferCapabilityApprovalMode`). Nested `mcp.*` calls go back through
  * the gateway (`ctx.callTool`).
@@ -30,6 +30,7 @@ import type { CallToolResult } from "../../sdk/types.ts";
 import {
   type CallContext,
   errorResult,
+  type Preflight,
   type Target,
   toCallToolResult,
   type ToolCall,
@@ -147,6 +148,31 @@ export class DenoModuleTarget implements Target {
     );
   }
 
+  /**
+   * For the question about an `ask` tool: the network hosts the module will reach, when
+   * `.pml.json` grants any (the module is loaded for its declaration only then).
+   */
+  async preflight(call: ToolCall): Promise<Preflight | undefined> {
+    const own = this.#privateNet(call.ns);
+    if (this.#d.config.sandbox.net.length === 0 && own.length === 0) return undefined;
+    const outcome = await this.stack.loader.load(call.toolId);
+    if (outcome.kind !== "ready") return undefined;
+    const net = moduleNet(outcome.module, this.#d.config.sandbox.net, own);
+    if (net.length === 0) return undefined;
+    return {
+      description: `It runs with network access to ${net.join(", ")} only.`,
+      context: { grants: { net } },
+    };
+  }
+
+  /** `private_mcps.<ns>.permissions.net` of a private deno MCP: the user's own grant. */
+  #privateNet(ns: string): readonly string[] {
+    const def = Object.hasOwn(this.#d.config.privateMcps, ns)
+      ? this.#d.config.privateMcps[ns]
+      : undefined;
+    return def?.type === "deno" ? def.permissions?.net ?? [] : [];
+  }
+
   async #withApprovalMode(
     call: ToolCall,
     ctx: CallContext,
@@ -201,7 +227,9 @@ export class DenoModuleTarget implements Target {
         `pml: warning: run files of "${call.toolId}" had changed on disk; restored from the verified cache`,
       );
     }
-    const proc = this.#d.pool.get(this.specFor(join(dir, "entry.ts")));
+    const own = module.source === "private" ? this.#privateNet(call.ns) : [];
+    const net = moduleNet(module, this.#d.config.sandbox.net, own);
+    const proc = this.#d.pool.get(this.specFor(join(dir, "entry.ts"), net));
     const previous = this.#procs.get(call.toolId);
     if (previous && previous !== proc && previous.inFlight === 0) previous.close();
     this.#procs.set(call.toolId, proc);
@@ -234,13 +262,17 @@ export class DenoModuleTarget implements Target {
     }
   }
 
-  /** The sandbox of a registry module, as data: no grants, no environment but Deno's cache dir. */
-  specFor(entry: string): SandboxSpec {
+  /**
+   * The sandbox of a registry module, as data: no file grants, no environment but Deno's cache dir,
+   * and `net` (host or host:port) only: the OS sandbox then shares the host's network (with the
+   * resolver files of /etc) and Deno's `--allow-net` narrows it to those hosts.
+   */
+  specFor(entry: string, net: readonly string[] = []): SandboxSpec {
     return {
       entry,
       read: [],
       write: [],
-      net: [],
+      net,
       run: false,
       env: {
         DENO_DIR: join(this.#d.config.pmlHome, "deno"),
@@ -250,10 +282,10 @@ export class DenoModuleTarget implements Target {
       cwd: "/",
       // The OS wall: the module's run folder and Deno's cache (its pinned npm imports), read-only.
       os: {
-        ro: [dirname(entry), join(this.#d.config.pmlHome, "deno")],
+        ro: [dirname(entry), join(this.#d.config.pmlHome, "deno"), ...(net.length ? RESOLVER : [])],
         rw: [],
         protect: [],
-        net: false,
+        net: net.length > 0,
         system: "libs",
       },
     };
@@ -262,6 +294,32 @@ export class DenoModuleTarget implements Target {
   async close(): Promise<void> {
     // Processes belong to the shared pool, closed by the gateway.
   }
+}
+
+/** What a module with network needs of /etc to resolve names (the `libs` system has no /etc). */
+const RESOLVER = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf"];
+
+/**
+ * The hosts a module may reach (docs/permissions.md, "Network grants"): those its `__meta__`
+ * declares (`permissions.net`, pinned with its code) that `.pml.json` `sandbox.net` grants, plus,
+ * for a private MCP, its own `private_mcps.<ns>.permissions.net`. Registry code never grants
+ * itself network: a declaration alone gives nothing.
+ *
+ * @example
+ * ```ts
+ * moduleNet(module, ["127.0.0.1:8080"], []); // ["127.0.0.1:8080"] if the module declares it
+ * ```
+ */
+export function moduleNet(
+  module: LoadedModule,
+  granted: readonly string[],
+  own: readonly string[],
+): string[] {
+  const perms = (module.scan.meta?.permissions ?? {}) as { net?: unknown };
+  const declared = Array.isArray(perms.net)
+    ? perms.net.filter((h): h is string => typeof h === "string")
+    : [];
+  return [...new Set([...own, ...declared.filter((h) => granted.includes(h))])];
 }
 
 function toolOf(name: string): string {

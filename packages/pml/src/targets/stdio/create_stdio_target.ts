@@ -60,6 +60,7 @@ export function createStdioTarget(
     callTimeoutMs: opts.callTimeoutMs,
     unconfined: config.sandbox.unconfined,
     osSandbox: opts.osSandbox,
+    net: config.sandbox.net,
   });
   return { target, manager };
 }

@@ -14,12 +14,14 @@ import {
 } from "../../deps/launch.ts";
 import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
 import type { DependencyMeta, MetadataSource } from "../../deps/metadata.ts";
+import { describeDenoGrants, withNetGrants } from "../../deps/grants.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
-import type { ApprovalDecision } from "../../permission/approvals.ts";
+import type { ApprovalDecision, ApprovalRequest } from "../../permission/approvals.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import {
   type CallContext,
   errorResult,
+  type Preflight,
   type Target,
   type ToolCall,
   type ToolInfo,
@@ -47,6 +49,8 @@ export interface StdioTargetDeps {
   readonly unconfined?: boolean;
   /** Injectable for tests (default: look for bubblewrap once). */
   readonly osSandbox?: OsSandboxStatus;
+  /** `.pml.json` `sandbox.net`: hosts granted to every server on top of what it declares. */
+  readonly net?: readonly string[];
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
@@ -101,8 +105,27 @@ export class StdioTarget implements Target {
       (meta.tools.length === 0 || meta.tools.some((t) => t.action === action));
   }
 
+  /**
+   * For the gateway's question about an `ask` tool: the `dependency` approval this call would ask
+   * next (a first install or first run), so that one question names both. `undefined` when nothing
+   * would be asked (installed already, or the call is refused before any question).
+   */
+  async preflight(call: ToolCall): Promise<Preflight | undefined> {
+    const meta = await this.#meta(call.ns).catch(() => undefined);
+    if (!meta || missingEnv(meta, this.#d.env).length || this.#wallRefusal(meta)) return undefined;
+    if (this.#ready.get(meta.server)?.pin === pinOf(meta)) return undefined;
+    if (await this.#recorded(meta).catch(() => "refused")) return undefined;
+    const request = this.#dependencyRequest(meta);
+    const { what, grants } = this.#whatRuns(meta);
+    return {
+      description: `Its first use ${meta.package ? "installs" : "runs"} ${what} (${grants}).`,
+      context: { dependency: request.context },
+      covers: request,
+    };
+  }
+
   async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
-    const meta = await this.#d.source.get(call.ns);
+    const meta = await this.#meta(call.ns);
     if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
     const missing = missingEnv(meta, this.#d.env);
     if (missing.length) {
@@ -117,11 +140,7 @@ export class StdioTarget implements Target {
       // An npm server or a raw command is a third party's code: it runs inside the OS sandbox, or
       // not at all (unless .pml.json accepts it unconfined). Said before anything is asked or
       // installed.
-      const refusal = osWallRefusal(
-        meta.server,
-        this.#d.osSandbox ?? detectOsSandbox(),
-        this.#d.unconfined ?? false,
-      );
+      const refusal = this.#wallRefusal(meta);
       if (refusal) {
         await this.#d.audit.write("sandbox_violation", {
           tool: call.toolId,
@@ -148,26 +167,68 @@ export class StdioTarget implements Target {
       return await this.#run(spec, call, ctx);
     }
     return await ctx.ask(
-      {
-        type: "dependency",
-        description: meta.package
-          ? `Install ${meta.server}@${meta.package.version}? (npm package ${meta.package.name}, run under Deno with only the permissions it declares)`
-          : `Run ${meta.server} with "${[meta.command, ...meta.args].join(" ")}"? (${
-            rawCommandGrants(meta, this.#d.osSandbox ?? detectOsSandbox(this.#d.env.PATH))
-          })`,
-        context: {
-          server: meta.server,
-          fqdn: meta.fqdn,
-          package: meta.package,
-          command: [meta.command, ...meta.args],
-          permissions: meta.permissions,
-          envRequired: meta.envRequired,
-          warnings: meta.warnings,
-          source: meta.source,
-        },
-      },
+      this.#dependencyRequest(meta),
       (decision) => this.#afterApproval(decision, meta, call, ctx),
     );
+  }
+
+  /**
+   * The metadata of `server`; an npm server (run under Deno, which filters per host) also gets the
+   * network hosts `.pml.json` `sandbox.net` grants. A raw command does not: nothing would narrow
+   * the host's whole network for it, so it gets only what its own metadata declares.
+   */
+  async #meta(server: string): Promise<DependencyMeta | undefined> {
+    const meta = await this.#d.source.get(server);
+    return meta?.package ? withNetGrants(meta, this.#d.net ?? []) : meta;
+  }
+
+  #wallRefusal(meta: DependencyMeta): string | undefined {
+    return osWallRefusal(
+      meta.server,
+      this.#d.osSandbox ?? detectOsSandbox(),
+      this.#d.unconfined ?? false,
+    );
+  }
+
+  /**
+   * The `dependency` question: everything that will be installed or run and what it may touch
+   * (package, version, integrity, grants), asked once per install.
+   */
+  #dependencyRequest(meta: DependencyMeta): ApprovalRequest {
+    const { what, grants } = this.#whatRuns(meta);
+    return {
+      type: "dependency",
+      description: meta.package ? `Install ${what} (${grants})?` : `Run ${what}? (${grants})`,
+      context: {
+        server: meta.server,
+        fqdn: meta.fqdn,
+        package: meta.package,
+        command: [meta.command, ...meta.args],
+        permissions: meta.permissions,
+        envRequired: meta.envRequired,
+        warnings: meta.warnings,
+        source: meta.source,
+      },
+    };
+  }
+
+  /**
+   * What runs (`memory@1.0.0`, or `x with "uvx x"`) and, in words, the package, its integrity and
+   * the grants it runs with.
+   */
+  #whatRuns(meta: DependencyMeta): { what: string; grants: string } {
+    const pkg = meta.package;
+    if (!pkg) {
+      return {
+        what: `${meta.server} with "${[meta.command, ...meta.args].join(" ")}"`,
+        grants: rawCommandGrants(meta, this.#d.osSandbox ?? detectOsSandbox(this.#d.env.PATH)),
+      };
+    }
+    return {
+      what: `${meta.server}@${pkg.version}`,
+      grants: `npm package ${pkg.name}@${pkg.version}, integrity ${pkg.integrity}; ` +
+        `run under Deno with only these grants: ${describeDenoGrants(meta)}`,
+    };
   }
 
   async close(): Promise<void> {
@@ -315,7 +376,9 @@ function rawCommandGrants(meta: DependencyMeta, os: OsSandboxStatus): string {
   const { write, net } = meta.permissions;
   return "a raw command, nothing pinned: runs in the OS sandbox, reads the workspace" +
     (write.length ? `, writes ${write.join(", ")}` : ", writes only its own private home") +
-    (net.length ? `, network (declared: ${net.join(", ")})` : ", no network");
+    (net.length
+      ? `, the host's whole network (declared: ${net.join(", ")}; not filtered per host)`
+      : ", no network");
 }
 
 function pinOf(meta: DependencyMeta): string {

@@ -10,8 +10,8 @@ const MEMORY = catalogueEntry("memory");
 const PKG = MEMORY.package as { name: string; version: string; integrity: string };
 
 /**
- * memory as a `private_mcps` entry. `.pml.json` expands `${VAR}` from the environment, so the
- * catalogue's `${packageDir}` grant is replaced by the workspace, where MEMORY_FILE_PATH points.
+ * memory as a `private_mcps` entry, without the catalogue's `${packageDir}` grants: the tests point
+ * MEMORY_FILE_PATH into the workspace.
  */
 function privateMemory(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -51,7 +51,9 @@ Deno.test("memory: tools listed without starting it; approve → install (progre
   );
   assert(!r.isError, textOf(r));
   assertEquals(asked, [
-    `Install memory@${PKG.version}? (npm package ${PKG.name}, run under Deno with only the permissions it declares)`,
+    `Install memory@${PKG.version} (npm package ${PKG.name}@${PKG.version}, integrity ${PKG.integrity}; ` +
+    `run under Deno with only these grants: reads its install folder, its package folder; ` +
+    `writes its package folder; no network; environment MEMORY_FILE_PATH)?`,
   ]);
   assert(
     progress.some((m) => m.startsWith(`Installing ${PKG.name}@${PKG.version}`)),
