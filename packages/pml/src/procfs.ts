@@ -56,3 +56,49 @@ export function liveProcesses(opts: { zombies?: boolean } = {}): ProcStat[] {
 export function childPids(pid: number, opts: { zombies?: boolean } = {}): number[] {
   return liveProcesses(opts).filter((p) => p.ppid === pid).map((p) => p.pid);
 }
+
+/** Pids of the direct children of `pid`, read from its own `children` files (no scan of /proc). */
+export function taskChildren(pid: number): number[] {
+  const out: number[] = [];
+  let tasks: Deno.DirEntry[];
+  try {
+    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)];
+  } catch {
+    return out;
+  }
+  for (const task of tasks) {
+    try {
+      const text = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`).trim();
+      if (text) out.push(...text.split(" ").map(Number));
+    } catch { /* the task ended */ }
+  }
+  return out;
+}
+
+/**
+ * Kills `pid` and its direct children with SIGKILL, leaving no window for a child to slip out:
+ * `pid` is stopped first and its children are read once it has stopped (a fork in progress then
+ * shows). For bubblewrap the child is the sandbox's init, whose death ends every process of the
+ * sandbox: killing bwrap alone while a sandbox starts leaves the sandbox running (its init has no
+ * parent-death signal yet) or blocked forever.
+ */
+export function killWithChildren(pid: number): void {
+  try {
+    Deno.kill(pid, "SIGSTOP");
+  } catch {
+    return; // already gone
+  }
+  // A stop lands when the process next leaves the kernel: microseconds, bounded here.
+  for (let i = 0; i < 10_000; i++) {
+    const state = procStat(pid)?.state;
+    if (state === undefined || state === "T" || state === "t" || state === "Z") break;
+  }
+  for (const child of taskChildren(pid)) {
+    try {
+      Deno.kill(child, "SIGKILL");
+    } catch { /* already gone */ }
+  }
+  try {
+    Deno.kill(pid, "SIGKILL");
+  } catch { /* already gone */ }
+}

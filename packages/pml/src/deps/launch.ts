@@ -25,6 +25,8 @@ export interface LaunchSpec {
    * `sandbox.unconfined`): why, for the note every result of it carries.
    */
   readonly unconfined?: string;
+  /** Runs inside the OS sandbox (`command` is bubblewrap): stopped by killing the sandbox whole. */
+  readonly osWall?: boolean;
 }
 
 /**
@@ -182,6 +184,7 @@ export function denoLaunch(
   return {
     server: meta.server,
     command: os.bwrap,
+    osWall: true,
     args: bwrapArgs(policy, ctx.workspace, [ctx.denoPath, ...args], ctx.denoPath),
     env: { ...env, DENO_DIR: SANDBOX_DENO_DIR },
     cwd: ctx.workspace,
@@ -244,6 +247,7 @@ export function commandLaunch(
   return {
     server: meta.server,
     command: os.bwrap,
+    osWall: true,
     args: bwrapArgs(policy, ctx.workspace, [resolved?.path ?? command, ...args]),
     env: { ...pick(ctx.env, ["PATH"]), HOME: home, ...declared },
     cwd: ctx.workspace,

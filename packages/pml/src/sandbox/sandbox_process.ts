@@ -1,7 +1,7 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
-import { childPids, processAlive, type ProcStat, procStat } from "../procfs.ts";
+import { childPids, killWithChildren, processAlive, type ProcStat, procStat } from "../procfs.ts";
 import {
   bwrapArgs,
   detectOsSandbox,
@@ -298,10 +298,14 @@ export class SandboxProcess {
     if (this.#pending.size === 0) void this.close();
   }
 
-  /** Kills the process (SIGKILL). Calls in flight fail. */
+  /** Kills the process (SIGKILL), and inside bubblewrap the sandbox's init with it. Calls in flight fail. */
   kill(): void {
     if (!this.#alive) return;
     this.#alive = false;
+    if (this.#confined) {
+      killWithChildren(this.#child.pid);
+      return;
+    }
     try {
       this.#child.kill("SIGKILL");
     } catch { /* already gone */ }

@@ -1,6 +1,7 @@
 import { Buffer } from "node:buffer";
 import type { JSONRPCMessage } from "../../sdk/types.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
+import { killWithChildren } from "../../procfs.ts";
 import { ReadBuffer, serializeMessage, type Transport } from "./_sdk_shared.ts";
 
 /** How a child ended. */
@@ -78,7 +79,7 @@ export class ChildTransport implements Transport {
     this.#readStdout(this.#child.stdout);
     this.#readStderr(this.#child.stderr);
     this.#exited = this.#child.status.then((status) => {
-      this.#killGroup("SIGKILL"); // leftovers of the group (grandchildren)
+      this.#killGroup("SIGKILL", { reaped: true }); // leftovers of the group (grandchildren)
       this.#exit = { code: status.code, signal: status.signal, requested: this.#stopping };
       this.onclose?.();
       return this.#exit;
@@ -112,11 +113,22 @@ export class ChildTransport implements Transport {
     }
   }
 
-  /** Stops the process group: SIGTERM, then SIGKILL after `graceMs`; waits until it is reaped. */
+  /**
+   * Stops the process group: SIGTERM, then SIGKILL after `graceMs`; waits until it is reaped. Inside
+   * the OS sandbox, the server gets its stdin's end as the only notice (bubblewrap passes no signal
+   * on), then the sandbox is killed whole after `graceMs`.
+   */
   async close(graceMs = 500): Promise<void> {
     if (!this.#child || this.#exit) return;
     this.#stopping = true;
     this.#writer?.close().catch(() => {});
+    if (this.spec.osWall) {
+      const pid = this.#child.pid;
+      const timer = setTimeout(() => this.#exit || killWithChildren(pid), graceMs);
+      await this.exited;
+      clearTimeout(timer);
+      return;
+    }
     this.#killGroup(graceMs > 0 ? "SIGTERM" : "SIGKILL");
     let timer: ReturnType<typeof setTimeout> | undefined;
     if (graceMs > 0) timer = setTimeout(() => this.#killGroup("SIGKILL"), graceMs);
@@ -124,9 +136,14 @@ export class ChildTransport implements Transport {
     clearTimeout(timer);
   }
 
-  #killGroup(signal: Deno.Signal): void {
+  #killGroup(signal: Deno.Signal, opts: { reaped?: boolean } = {}): void {
     const pid = this.#child?.pid;
     if (!pid) return;
+    // Inside bubblewrap the sandbox's init runs in a session of its own: killed with its parent
+    // (only while that parent is not reaped: its pid could be another process's after).
+    if (signal === "SIGKILL" && this.spec.osWall && !opts.reaped && !this.#exit) {
+      killWithChildren(pid);
+    }
     try {
       Deno.kill(-pid, signal);
     } catch { /* group already gone */ }
