@@ -8,7 +8,8 @@ export type AuditEvent =
   | "elicitation_unanswered"
   | "sandbox_violation"
   | "integrity"
-  | "import_blocked";
+  | "import_blocked"
+  | "sampling";
 
 /** Appends JSON lines to `.pml/audit.log`. Never throws: auditing must not break a call. */
 export interface AuditLog {

@@ -33,6 +33,8 @@ export const StdioMetadataSchema = z.object({
     ]),
   ).default([]),
   warnings: z.unknown().optional(),
+  /** Tools the model may use when this MCP asks for sampling (permission patterns). */
+  allowedToolPatterns: names,
 }).passthrough();
 
 /** One tool of a dependency, by action (the name the server itself knows). */
@@ -71,6 +73,8 @@ export interface DependencyMeta {
     readonly env: readonly string[];
   };
   readonly tools: readonly DependencyTool[];
+  /** Gateway tools offered to the model when this MCP asks for sampling (permission patterns). */
+  readonly allowedToolPatterns: readonly string[];
   readonly warnings?: unknown;
   /** Where the metadata came from: `private_mcps`, the built-in catalogue, a registry URL. */
   readonly source: string;
@@ -135,6 +139,7 @@ export function parseStdioMetadata(server: string, raw: unknown, source: string)
       env: m.permissions.env ?? [],
     },
     tools,
+    allowedToolPatterns: m.allowedToolPatterns,
     warnings: m.warnings,
     source,
   };

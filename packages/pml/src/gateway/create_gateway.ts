@@ -11,6 +11,21 @@ import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/den
 import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
 import { createExecute, type ExecuteOptions } from "../execute/mod.ts";
 import { Gateway } from "./gateway.ts";
+import { Sampling, type SamplingDeps } from "../sampling/sampling.ts";
+import { PROVIDERS } from "../sampling/llm_api.ts";
+
+/**
+ * What sampling may read of the environment: the LLM keys `.pml.json` `env` lists (BYOK: never
+ * one it does not name), and the base URLs, which are not secret.
+ */
+function samplingEnv(config: Config): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of Object.values(PROVIDERS)) {
+    if (config.byokEnv.includes(p.key) && config.env[p.key]) out[p.key] = config.env[p.key];
+    if (config.env[p.base]) out[p.base] = config.env[p.base];
+  }
+  return out;
+}
 
 /** Optional overrides for tests and embedding. */
 export interface GatewayOptions {
@@ -25,6 +40,8 @@ export interface GatewayOptions {
   readonly stdio?: StdioOptions;
   /** Cloud target: injected fetch and timeouts (see `CloudOptions`). */
   readonly cloud?: CloudOptions;
+  /** Sampling for local MCPs: injected fetch for the LLM APIs, loop bounds. */
+  readonly sampling?: Pick<SamplingDeps, "fetch" | "bounds">;
   /** Registry deno modules: injected fetch, timeouts, warning sink (see `DenoModuleTargetDeps`). */
   readonly registry?: Partial<
     Pick<DenoModuleTargetDeps, "fetch" | "registryTimeoutMs" | "timeoutMs" | "warn">
@@ -94,6 +111,13 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),
     resources: [pool, stdio.manager, execute.pool],
+    sampling: new Sampling({
+      audit,
+      check: (id) => permissions.check(id),
+      allowAlways: (id) => permissions.allowAlways(id),
+      byokEnv: samplingEnv(config),
+      ...opts.sampling,
+    }),
   });
   return gateway;
 }

@@ -1,4 +1,10 @@
-import type { CallToolResult, Tool } from "../sdk/types.ts";
+import type {
+  CallToolResult,
+  CreateMessageRequestParams,
+  CreateMessageResult,
+  Tool,
+} from "../sdk/types.ts";
+import type { ClientSample, Sampling } from "../sampling/sampling.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
 import type {
@@ -29,6 +35,10 @@ export interface CallChannel {
   readonly signal?: AbortSignal;
   /** The MCP session of the request (`pml serve`); approvals belong to it. */
   readonly session?: string;
+  /** Present when the client declared the `sampling` capability: relays a request to it. */
+  readonly sample?: ClientSample;
+  /** The client's sampling also takes tools (`sampling.tools`). */
+  readonly sampleTools?: boolean;
 }
 
 /** A tool of PML itself (`pml:continue`, `pml:execute`, `pml:search`): not subject to permissions. */
@@ -51,6 +61,8 @@ export interface GatewayDeps {
   readonly declaredNamespaces?: readonly string[];
   /** Closed with the gateway (sandbox pools, process managers). */
   readonly resources?: readonly { close(): Promise<void> }[];
+  /** Answers sampling requests of local MCPs; without it they are refused. */
+  readonly sampling?: Sampling;
 }
 
 /** Tool call failed in a way the caller of a nested `mcp.*` call sees as an exception. */
@@ -271,6 +283,7 @@ export class Gateway {
         callTool: (id, a) => this.#nested(id, a, channel),
         progress: channel.progress,
         signal: channel.signal,
+        sample: (server, params, opts) => this.#sample(server, params, opts, channel),
         ask: (request, resume) => {
           if (covered && sameRequest(covered.request, request)) {
             const by = covered.by;
@@ -286,6 +299,50 @@ export class Gateway {
     } catch (err) {
       return errorResult(`"${toolId}" failed: ${errorMessage(err)}`);
     }
+  }
+
+  /**
+   * A sampling request of the MCP `server`, made during a call on `channel`: the human is asked
+   * through that channel's elicitation, tools the model uses run through this pipeline on it.
+   */
+  async #sample(
+    server: string,
+    params: CreateMessageRequestParams,
+    opts: { allowedToolPatterns: readonly string[]; signal?: AbortSignal },
+    channel: CallChannel,
+  ): Promise<CreateMessageResult> {
+    const sampling = this.#deps.sampling;
+    if (!sampling) {
+      throw new PmlError("SAMPLING_UNAVAILABLE", `Sampling is not available to "${server}" here`);
+    }
+    const elicit = channel.elicit;
+    return await sampling.sample({
+      server,
+      params,
+      allowedToolPatterns: opts.allowedToolPatterns,
+      signal: opts.signal ?? channel.signal,
+      clientSample: channel.sample,
+      clientTools: channel.sampleTools,
+      ask: elicit
+        ? async (request) => {
+          let decided: ApprovalDecision | undefined;
+          await this.#deps.approvals.ask(request, (d) => {
+            decided = d;
+            return Promise.resolve({ content: [] });
+          }, { elicit, session: channel.session });
+          return decided;
+        }
+        : undefined,
+      tools: {
+        list: async () =>
+          (await this.listTools()).map((t) => ({
+            id: t.title ?? t.name,
+            description: t.description ?? "",
+            inputSchema: t.inputSchema,
+          })),
+        run: (toolId, args) => this.runTool(toolId, args, channel),
+      },
+    });
   }
 
   /** A nested `mcp.ns.action()` call from sandboxed code: same pipeline, result unwrapped. */

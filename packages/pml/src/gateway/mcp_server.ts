@@ -2,6 +2,9 @@ import { Server } from "../sdk/server.ts";
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  type CreateMessageResult,
+  CreateMessageResultSchema,
+  CreateMessageResultWithToolsSchema,
   ElicitResultSchema,
   ErrorCode,
   ListToolsRequestSchema,
@@ -31,6 +34,9 @@ const INSTRUCTIONS = "PML routes each tool call to local execution (your files, 
  * otherwise hold the call; agents' own tool-call timeouts are often one minute (Codex: 60 s).
  */
 export const ELICITATION_TIMEOUT_MS = 45_000;
+
+/** How long a sampling request relayed to the client may take (a human may review it there). */
+export const SAMPLING_TIMEOUT_MS = 5 * 60_000;
 
 const DECISIONS: readonly string[] = ["yes", "always", "no"];
 
@@ -103,8 +109,19 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
         ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs)
         : undefined;
       const token = request.params._meta?.progressToken;
+      const sampling = server.getClientCapabilities()?.sampling;
       const channel: CallChannel = {
         elicit,
+        // On the request's own stream (`pml serve`): the SDK relates it to this call.
+        sample: sampling
+          ? (params, o) =>
+            extra.sendRequest(
+              { method: "sampling/createMessage", params },
+              params.tools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema,
+              { signal: o.signal, timeout: SAMPLING_TIMEOUT_MS },
+            ) as Promise<CreateMessageResult>
+          : undefined,
+        sampleTools: sampling?.tools !== undefined,
         signal: extra.signal,
         session: extra.sessionId,
         progress: token === undefined

@@ -2,7 +2,12 @@ import type { CallToolResult } from "../sdk/types.ts";
 import { PmlError } from "../errors.ts";
 
 /** What an approval is about (DESIGN §5). */
-export type ApprovalType = "tool_permission" | "dependency" | "integrity" | "api_key_required";
+export type ApprovalType =
+  | "tool_permission"
+  | "dependency"
+  | "integrity"
+  | "api_key_required"
+  | "sampling";
 /** The human's answer. */
 export type ApprovalDecision = "yes" | "always" | "no";
 

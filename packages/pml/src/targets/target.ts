@@ -1,4 +1,8 @@
-import type { CallToolResult } from "../sdk/types.ts";
+import type {
+  CallToolResult,
+  CreateMessageRequestParams,
+  CreateMessageResult,
+} from "../sdk/types.ts";
 import type { ApprovalRequest, Resume } from "../permission/approvals.ts";
 import type { Routing } from "../routing/routing.ts";
 
@@ -31,6 +35,16 @@ export interface CallContext {
    * `approval_required` result and `resume` runs when the agent answers with `pml:continue`.
    */
   readonly ask: (request: ApprovalRequest, resume: Resume) => Promise<CallToolResult>;
+  /**
+   * Answers a `sampling/createMessage` the MCP behind this call sent (see `sampling/sampling.ts`):
+   * permission, then the client's own sampling or the user's LLM key. Throws a `PmlError` that
+   * the MCP receives as its request's error.
+   */
+  readonly sample?: (
+    server: string,
+    params: CreateMessageRequestParams,
+    opts: { allowedToolPatterns: readonly string[]; signal?: AbortSignal },
+  ) => Promise<CreateMessageResult>;
 }
 
 /**

@@ -9,7 +9,12 @@ import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
-import { ElicitRequestSchema } from "../sdk/types.ts";
+import {
+  type CreateMessageRequest,
+  CreateMessageRequestSchema,
+  type CreateMessageResult,
+  ElicitRequestSchema,
+} from "../sdk/types.ts";
 
 /** A temporary project folder (with `.git`) and a separate PML home. Removed by `dispose`. */
 export interface TempWorkspace {
@@ -62,15 +67,31 @@ type Decision = "yes" | "always" | "no";
 /** An SDK client connected in memory to a gateway; `elicit` answers elicitation if given. */
 export async function connectClient(
   gateway: Gateway,
-  opts: { elicit?: (message: string) => Decision | "decline" } = {},
+  opts: {
+    elicit?: (message: string) => Decision | "decline";
+    /** Declares `sampling` and answers `sampling/createMessage` with this. */
+    sample?: (params: CreateMessageRequest["params"]) => unknown;
+  } = {},
 ): Promise<Client & AsyncDisposable> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const server = createMcpServer(gateway);
   await server.connect(serverSide);
   const client = new Client(
     { name: "test", version: "1" },
-    { capabilities: opts.elicit ? { elicitation: {} } : {} },
+    {
+      capabilities: {
+        ...(opts.elicit ? { elicitation: {} } : {}),
+        ...(opts.sample ? { sampling: {} } : {}),
+      },
+    },
   );
+  if (opts.sample) {
+    const sample = opts.sample;
+    client.setRequestHandler(
+      CreateMessageRequestSchema,
+      async (req) => await sample(req.params) as CreateMessageResult,
+    );
+  }
   if (opts.elicit) {
     const elicit = opts.elicit;
     client.setRequestHandler(ElicitRequestSchema, (req) => {
@@ -95,10 +116,11 @@ export async function gatewayFor(
   opts: GatewayOptions & {
     env?: Record<string, string>;
     elicit?: (m: string) => Decision | "decline";
+    sample?: (params: CreateMessageRequest["params"]) => unknown;
   } = {},
 ): Promise<{ gateway: Gateway; client: Client } & AsyncDisposable> {
   const gateway = createGateway(testConfig(ws, opts.env), { prewarm: false, ...opts });
-  const client = await connectClient(gateway, { elicit: opts.elicit });
+  const client = await connectClient(gateway, { elicit: opts.elicit, sample: opts.sample });
   return {
     gateway,
     client,

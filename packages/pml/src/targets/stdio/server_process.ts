@@ -1,5 +1,13 @@
 import { Client } from "../../sdk/client.ts";
-import { type CallToolResult, ErrorCode, McpError } from "../../sdk/types.ts";
+import {
+  type CallToolResult,
+  type CreateMessageRequest,
+  CreateMessageRequestSchema,
+  type CreateMessageResult,
+  ErrorCode,
+  McpError,
+} from "../../sdk/types.ts";
+import { isPmlError } from "../../errors.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
 import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
@@ -9,7 +17,15 @@ export interface ServerCallOptions {
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /** Answers a `sampling/createMessage` the server sends while this call runs. */
+  readonly sample?: ServerSample;
 }
+
+/** Answers one sampling request of the server (its cancellation arrives as `signal`). */
+export type ServerSample = (
+  params: CreateMessageRequest["params"],
+  signal: AbortSignal,
+) => Promise<CreateMessageResult>;
 
 /** Signals by number, for exit codes 128 + n (what bubblewrap reports when its child was killed). */
 const SIGNALS: Record<number, string> = {
@@ -35,6 +51,8 @@ export class ServerProcess {
   readonly #transport: ChildTransport;
   readonly #client: Client;
   #inFlight = 0;
+  /** The sampling handlers of the calls in flight, oldest first. */
+  readonly #samplers = new Set<ServerSample>();
 
   private constructor(spec: LaunchSpec, transport: ChildTransport, client: Client) {
     this.spec = spec;
@@ -55,7 +73,33 @@ export class ServerProcess {
     },
   ): Promise<ServerProcess> {
     const transport = new ChildTransport(spec, { onStderr: opts.onStderr });
-    const client = new Client({ name: "pml", version: "0.1.0" }, { capabilities: {} });
+    const client = new Client(
+      { name: "pml", version: "0.1.0" },
+      { capabilities: { sampling: { tools: {} } } },
+    );
+    // Filled in once the process object exists (the handler needs its calls in flight).
+    let process: ServerProcess | undefined;
+    client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+      // Over stdio a request carries no link to the call it belongs to: the oldest call in flight
+      // that can answer it does (calls of one server share its permission and its MCP).
+      const sample = process && [...process.#samplers][0];
+      if (!sample) {
+        throw new McpError(
+          ErrorCode.InvalidRequest,
+          `sampling/createMessage is answered only while a tool call of ${spec.server} runs`,
+        );
+      }
+      try {
+        return await sample(request.params, extra.signal);
+      } catch (err) {
+        if (err instanceof McpError) throw err;
+        // A PML refusal (denied, no key, …): the MCP gets it as its request's error.
+        throw new McpError(
+          isPmlError(err) ? ErrorCode.InvalidRequest : ErrorCode.InternalError,
+          (err as Error).message,
+        );
+      }
+    });
     try {
       await client.connect(transport, { timeout: opts.startTimeoutMs });
     } catch (err) {
@@ -71,7 +115,8 @@ export class ServerProcess {
       );
     }
     if (transport.pid) opts.onSpawn?.(transport.pid);
-    return new ServerProcess(spec, transport, client);
+    process = new ServerProcess(spec, transport, client);
+    return process;
   }
 
   get pid(): number {
@@ -108,6 +153,8 @@ export class ServerProcess {
       );
     }
     this.#inFlight++;
+    const sample = opts.sample;
+    if (sample) this.#samplers.add(sample);
     try {
       return await this.#client.callTool({ name: action, arguments: args }, undefined, {
         timeout: opts.timeoutMs,
@@ -153,6 +200,7 @@ export class ServerProcess {
       throw err;
     } finally {
       this.#inFlight--;
+      if (sample) this.#samplers.delete(sample);
     }
   }
 

@@ -68,6 +68,8 @@ export class StdioTarget implements Target {
   /** Verified launch specs, by server, with the metadata version they were made for. */
   readonly #ready = new Map<string, { pin: string; spec: LaunchSpec }>();
   readonly #installs = new Map<string, Promise<LaunchSpec>>();
+  /** Each server's `allowedToolPatterns` (tools its sampling requests may use), from metadata. */
+  readonly #patterns = new Map<string, readonly string[]>();
 
   constructor(deps: StdioTargetDeps) {
     this.#d = deps;
@@ -127,6 +129,7 @@ export class StdioTarget implements Target {
   async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
     const meta = await this.#meta(call.ns);
     if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
+    this.#patterns.set(meta.server, meta.allowedToolPatterns);
     const missing = missingEnv(meta, this.#d.env);
     if (missing.length) {
       return errorResult(missingEnvMessage(meta.server, missing), {
@@ -338,6 +341,13 @@ export class StdioTarget implements Target {
         signal: ctx.signal,
         onprogress: ctx.progress
           ? (p) => void ctx.progress!(p.progress, p.total, p.message).catch(() => {})
+          : undefined,
+        sample: ctx.sample
+          ? (params, signal) =>
+            ctx.sample!(spec.server, params, {
+              allowedToolPatterns: this.#patterns.get(spec.server) ?? [],
+              signal,
+            })
           : undefined,
       });
     } catch (err) {
