@@ -78,11 +78,11 @@ export class ServerProcess {
       { capabilities: { sampling: { tools: {} } } },
     );
     // Filled in once the process object exists (the handler needs its calls in flight).
-    let process: ServerProcess | undefined;
+    const started: { process?: ServerProcess } = {};
     client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
       // Over stdio a request carries no link to the call it belongs to: the oldest call in flight
       // that can answer it does (calls of one server share its permission and its MCP).
-      const sample = process && [...process.#samplers][0];
+      const sample = started.process && [...started.process.#samplers][0];
       if (!sample) {
         throw new McpError(
           ErrorCode.InvalidRequest,
@@ -115,8 +115,8 @@ export class ServerProcess {
       );
     }
     if (transport.pid) opts.onSpawn?.(transport.pid);
-    process = new ServerProcess(spec, transport, client);
-    return process;
+    started.process = new ServerProcess(spec, transport, client);
+    return started.process;
   }
 
   get pid(): number {
