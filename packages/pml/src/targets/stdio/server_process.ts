@@ -1,6 +1,7 @@
 import { Client } from "../../sdk/client.ts";
 import {
   type CallToolResult,
+  CancelledNotificationSchema,
   type CreateMessageRequest,
   CreateMessageRequestSchema,
   type CreateMessageResult,
@@ -79,6 +80,13 @@ export class ServerProcess {
     );
     // Filled in once the process object exists (the handler needs its calls in flight).
     const started: { process?: ServerProcess } = {};
+    // The server cancels a sampling request it gave up on (its own timeout): its id may be 0,
+    // which the SDK's own cancellation handling skips (`if (!requestId) return`), so PML keeps
+    // the abort controllers of the sampling requests it answers and aborts them itself.
+    const cancels = new Map<string | number, AbortController>();
+    client.setNotificationHandler(CancelledNotificationSchema, (notification) => {
+      cancels.get(notification.params.requestId ?? "")?.abort(notification.params.reason);
+    });
     client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
       // Over stdio a request carries no link to the call it belongs to: the oldest call in flight
       // that can answer it does (calls of one server share its permission and its MCP).
@@ -89,8 +97,10 @@ export class ServerProcess {
           `sampling/createMessage is answered only while a tool call of ${spec.server} runs`,
         );
       }
+      const cancel = new AbortController();
+      cancels.set(extra.requestId, cancel);
       try {
-        return await sample(request.params, extra.signal);
+        return await sample(request.params, cancel.signal);
       } catch (err) {
         if (err instanceof McpError) throw err;
         // A PML refusal (denied, no key, …): the MCP gets it as its request's error.
@@ -98,6 +108,8 @@ export class ServerProcess {
           isPmlError(err) ? ErrorCode.InvalidRequest : ErrorCode.InternalError,
           (err as Error).message,
         );
+      } finally {
+        cancels.delete(extra.requestId);
       }
     });
     try {

@@ -1,0 +1,132 @@
+/**
+ * End to end: a local MCP's `sampling/createMessage` relayed by a spawned `pml` to the connected
+ * SDK client, over stdio and over `pml serve` (Streamable HTTP carries the server→client request
+ * on the tool call's own stream), and the MCP's cancellation forwarded to the client.
+ */
+import { join } from "node:path";
+import { Client } from "../../packages/pml/src/sdk/client.ts";
+import { StreamableHTTPClientTransport } from "../../packages/pml/src/sdk/http_client.ts";
+import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
+import type { Transport } from "../../packages/pml/src/sdk/transport.ts";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+} from "../../packages/pml/src/sdk/types.ts";
+import { assertEquals, assertStringIncludes } from "../../packages/pml/src/testing/assert.ts";
+import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { spawnServe } from "./_serve.ts";
+import { PML_BIN, pmlEnv } from "./_spawn.ts";
+
+const ROOT = join(import.meta.dirname!, "..", "..");
+const FIXTURE = join(ROOT, "tests", "fixtures", "sampling_server.mjs");
+
+function workspace() {
+  return tempWorkspace({
+    permissions: { allow: ["sampler", "sampling:sampler"] },
+    private_mcps: {
+      sampler: {
+        type: "stdio",
+        install: { command: "node", args: [FIXTURE] },
+        permissions: { read: [ROOT] },
+        tools: [{ name: "sampler:ask", inputSchema: { type: "object" } }],
+      },
+    },
+  });
+}
+
+/** An SDK client that answers the raw command's approval and relays sampling to `answer`. */
+async function connect(
+  transport: Transport,
+  answer: (prompt: string, signal: AbortSignal) => Promise<string>,
+) {
+  const client = new Client(
+    { name: "e2e-sampling", version: "1" },
+    { capabilities: { elicitation: {}, sampling: {} } },
+  );
+  client.setRequestHandler(ElicitRequestSchema, () => ({
+    action: "accept",
+    content: { decision: "yes" },
+  }));
+  client.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+    const first = req.params.messages[0].content as { text: string };
+    return {
+      role: "assistant",
+      model: "client-model",
+      content: { type: "text", text: await answer(first.text, extra.signal) },
+    };
+  });
+  await client.connect(transport);
+  return Object.assign(client, { [Symbol.asyncDispose]: () => client.close() });
+}
+
+const echo = (prompt: string) => Promise.resolve(`client says: ${prompt}`);
+
+function answerOf(result: unknown) {
+  const text = (result as { content: { text: string }[] }).content[0].text;
+  return JSON.parse(text) as { ok?: { content: { text: string } }; error?: string };
+}
+
+Deno.test("e2e sampling over stdio: pml stdio relays the MCP's request to the client and its answer back", async () => {
+  await using ws = workspace();
+  await using client = await connect(
+    new StdioClientTransport({
+      command: PML_BIN,
+      args: ["stdio"],
+      cwd: ws.dir,
+      env: pmlEnv(ws),
+      stderr: "pipe",
+    }),
+    echo,
+  );
+  const r = await client.callTool({ name: "sampler__ask", arguments: { prompt: "over stdio" } });
+  assertEquals(answerOf(r).ok?.content.text, "client says: over stdio");
+});
+
+Deno.test("e2e sampling over pml serve: the request reaches the HTTP client on the call's stream, with two sessions", async () => {
+  await using ws = workspace();
+  await using serve = await spawnServe(ws);
+  await using a = await connect(new StreamableHTTPClientTransport(new URL(serve.url)), echo);
+  await using b = await connect(
+    new StreamableHTTPClientTransport(new URL(serve.url)),
+    (p) => Promise.resolve(`session b: ${p}`),
+  );
+  const [ra, rb] = await Promise.all([
+    a.callTool({ name: "sampler__ask", arguments: { prompt: "one" } }),
+    b.callTool({ name: "sampler__ask", arguments: { prompt: "two" } }),
+  ]);
+  const texts = [answerOf(ra).ok?.content.text, answerOf(rb).ok?.content.text];
+  // A server shared by two sessions answers each request through a session that is calling it.
+  for (const text of texts) assertStringIncludes(text ?? "", ": ");
+  assertEquals(texts.map((t) => t!.split(": ")[1]).sort(), ["one", "two"]);
+});
+
+for (const via of ["stdio", "pml serve"] as const) {
+  Deno.test(`e2e sampling over ${via}: the MCP's cancellation (its request timed out) reaches the client's handler`, async () => {
+    await using ws = workspace();
+    let aborted!: () => void;
+    const sawAbort = new Promise<void>((r) => (aborted = r));
+    await using serve = via === "pml serve" ? await spawnServe(ws) : undefined;
+    const transport = serve
+      ? new StreamableHTTPClientTransport(new URL(serve.url))
+      : new StdioClientTransport({
+        command: PML_BIN,
+        args: ["stdio"],
+        cwd: ws.dir,
+        env: pmlEnv(ws),
+        stderr: "pipe",
+      });
+    await using client = await connect(
+      transport,
+      (_prompt, signal) =>
+        new Promise((_, reject) => {
+          signal.addEventListener("abort", () => (aborted(), reject(new Error("cancelled"))));
+        }),
+    );
+    const r = await client.callTool({
+      name: "sampler__ask",
+      arguments: { prompt: "slow", timeoutMs: 1500 },
+    });
+    assertStringIncludes(answerOf(r).error ?? "", "timed out");
+    await sawAbort;
+  });
+}
