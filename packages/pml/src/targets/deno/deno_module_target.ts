@@ -56,6 +56,8 @@ export interface DenoModuleTargetDeps {
   /** Warnings and debug lines (default: stderr). */
   readonly warn?: (line: string) => void;
   readonly now?: () => number;
+  /** The session's registry pieces, when shared with other targets (default: built here). */
+  readonly stack?: RegistryStack;
 }
 
 /** Deno error classes that mean the sandbox refused an operation. */
@@ -72,7 +74,7 @@ export class DenoModuleTarget implements Target {
 
   constructor(deps: DenoModuleTargetDeps) {
     this.#d = deps;
-    this.stack = createRegistryStack(deps);
+    this.stack = deps.stack ?? createRegistryStack(deps);
     this.#runRoot = join(deps.config.pmlHome, "registry", "run");
   }
 

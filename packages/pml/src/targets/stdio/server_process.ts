@@ -1,5 +1,5 @@
 import { Client } from "../../sdk/client.ts";
-import { type CallToolResult, ErrorCode, McpError } from "../../sdk/types.ts";
+import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
 import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
@@ -9,6 +9,11 @@ export interface ServerCallOptions {
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /**
+   * Checks the server's own `tools/list` before the first call on this process (the rug-pull
+   * guard); a rejection fails the call and the check runs again on the next one.
+   */
+  readonly verify?: (tools: readonly Tool[]) => Promise<void>;
 }
 
 /** Signals by number, for exit codes 128 + n (what bubblewrap reports when its child was killed). */
@@ -35,6 +40,7 @@ export class ServerProcess {
   readonly #transport: ChildTransport;
   readonly #client: Client;
   #inFlight = 0;
+  #verified?: Promise<void>;
 
   private constructor(spec: LaunchSpec, transport: ChildTransport, client: Client) {
     this.spec = spec;
@@ -84,6 +90,30 @@ export class ServerProcess {
 
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /** The server's `tools/list` (every page). */
+  async listTools(timeoutMs: number): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.#client.listTools(cursor ? { cursor } : undefined, {
+        timeout: timeoutMs,
+      });
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tools;
+  }
+
+  /** Runs `verify` on this process's tools once; a failed check is tried again next time. */
+  verifyOnce(
+    verify: (tools: readonly Tool[]) => Promise<void>,
+    timeoutMs: number,
+  ): Promise<void> {
+    this.#verified ??= (async () => await verify(await this.listTools(timeoutMs)))();
+    this.#verified.catch(() => (this.#verified = undefined));
+    return this.#verified;
   }
 
   /** Resolves when the process has exited. */
