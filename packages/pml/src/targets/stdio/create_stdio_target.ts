@@ -55,6 +55,8 @@ export function createStdioTarget(
     pids: new PidFile(config.workspace),
   });
   const registry = deps.registry;
+  // A namespace defined in private_mcps (of any type) is never looked up anywhere else.
+  const exclude = [...(deps.exclude ?? []), ...Object.keys(config.privateMcps)];
   const source = new ChainSource([
     new PrivateMcpSource(config.privateMcps),
     ...(opts.source ? [opts.source] : [
@@ -64,11 +66,11 @@ export function createStdioTarget(
             client: registry.client,
             cache: registry.cache,
             lockfile: registry.lockfile,
-            exclude: deps.exclude,
+            exclude,
           }),
         ]
         : []),
-      new CatalogueSource(undefined, { exclude: deps.exclude }),
+      new CatalogueSource(undefined, { exclude }),
     ]),
   ]);
   const target = new StdioTarget({

@@ -10,10 +10,11 @@ export interface ServerCallOptions {
   readonly signal?: AbortSignal;
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
   /**
-   * Checks the server's own `tools/list` before the first call on this process (the rug-pull
-   * guard); a rejection fails the call and the check runs again on the next one.
+   * Checks the server before the first call on this process (the rug-pull guard reads its own
+   * `tools/list` through `listTools`); a rejection fails the call and the check runs again on the
+   * next one.
    */
-  readonly verify?: (tools: readonly Tool[]) => Promise<void>;
+  readonly verify?: (listTools: () => Promise<readonly Tool[]>) => Promise<void>;
 }
 
 /** Signals by number, for exit codes 128 + n (what bubblewrap reports when its child was killed). */
@@ -108,10 +109,10 @@ export class ServerProcess {
 
   /** Runs `verify` on this process's tools once; a failed check is tried again next time. */
   verifyOnce(
-    verify: (tools: readonly Tool[]) => Promise<void>,
+    verify: (listTools: () => Promise<readonly Tool[]>) => Promise<void>,
     timeoutMs: number,
   ): Promise<void> {
-    this.#verified ??= (async () => await verify(await this.listTools(timeoutMs)))();
+    this.#verified ??= verify(() => this.listTools(timeoutMs));
     this.#verified.catch(() => (this.#verified = undefined));
     return this.#verified;
   }

@@ -77,6 +77,8 @@ export class StdioTarget implements Target {
   readonly #installs = new Map<string, Promise<LaunchSpec>>();
   /** Metadata objects whose pin was checked in this session. */
   readonly #pinned = new WeakSet<DependencyMeta>();
+  /** Servers whose metadata is pinned: their own tool lists are checked too. */
+  readonly #pinnedServers = new Set<string>();
 
   constructor(deps: StdioTargetDeps) {
     this.#d = deps;
@@ -148,6 +150,8 @@ export class StdioTarget implements Target {
       }
     }
     const pins = pinned(meta) ? this.#d.pins : undefined;
+    if (pins) this.#pinnedServers.add(meta.server);
+    else this.#pinnedServers.delete(meta.server);
     if (pins && !this.#pinned.has(meta)) {
       const check = await pins.checkMetadata(lockName(meta), metadataPin(meta));
       if (check.kind === "changed") {
@@ -371,12 +375,15 @@ export class StdioTarget implements Target {
    * The rug-pull guard of a running server: its own `tools/list`, hashed per tool and compared with
    * the pin (recorded on first use). Only servers whose metadata is pinned are checked.
    */
-  #verifier(server: string): ((tools: readonly Tool[]) => Promise<void>) | undefined {
+  #verifier(
+    server: string,
+  ): ((listTools: () => Promise<readonly Tool[]>) => Promise<void>) | undefined {
     const pins = this.#d.pins;
-    if (!pins) return undefined;
+    if (!pins || !this.#pinnedServers.has(server)) return undefined;
     const name = `pml.mcp.${server}.server`;
-    return async (tools) => {
-      if (!(await pins.locked(name))) return; // not pinned: a private_mcps server
+    return async (listTools) => {
+      if (!(await pins.locked(name))) return; // the metadata pin was dropped meanwhile
+      const tools = await listTools();
       const check = await pins.checkTools(
         name,
         tools.map((t) => ({
