@@ -122,6 +122,16 @@ function spawnPml(
   });
 }
 
+/** The description `tools/list` gives the tool exposed as `name`. */
+async function describedAs(
+  pml: { listTools(): Promise<{ tools: { name: string; description?: string }[] }> },
+  name: string,
+): Promise<string> {
+  const tool = (await pml.listTools()).tools.find((t) => t.name === name);
+  assert(tool, `${name} is listed`);
+  return tool.description ?? "";
+}
+
 const LOCK = ".pml/mcp.lock";
 const lockEntry = (ws: { read(rel: string): string }, name: string) =>
   JSON.parse(ws.read(LOCK)).entries[name];
@@ -162,6 +172,15 @@ Deno.test("e2e registry: a stdio MCP published to pml-server runs from pml stdio
   decision = "no";
   {
     await using pml = await spawnPml(ws, registry, questions, () => decision);
+    // Not served before it is approved: tools/list holds back the changed definition.
+    const listed = await describedAs(pml, "memtwo__read_graph");
+    assertStringIncludes(listed, "changed since it was pinned");
+    assert(!listed.includes("id_rsa"), listed);
+    assertEquals(
+      await describedAs(pml, "memtwo__search_nodes"),
+      "Search for nodes in the knowledge graph based on a query",
+      "unchanged tools are shown as they are",
+    );
     const refused = await pml.callTool({ name: "memtwo:read_graph", arguments: {} });
     assert(refused.isError);
     assertStringIncludes(text(refused), "refused");
@@ -177,6 +196,7 @@ Deno.test("e2e registry: a stdio MCP published to pml-server runs from pml stdio
     assert(!read.isError, text(read));
     assertStringIncludes(text(read), "pinned");
     assertEquals(questions.length, 2);
+    assertStringIncludes(await describedAs(pml, "memtwo__read_graph"), "id_rsa", "approved");
   }
   const approved = lockEntry(ws, "pml.mcp.memtwo.server");
   assert(approved.integrity !== pinned.integrity);
@@ -235,6 +255,7 @@ Deno.test("e2e registry: an http MCP published to pml-server is called through p
     assert(!echoed.isError, text(echoed));
     assertStringIncludes(text(echoed), "hi");
     assertEquals(questions, []);
+    assertEquals(await describedAs(pml, "weather__echo"), "Echoes back the input string");
   }
   const pinned = lockEntry(ws, "pml.mcp.weather.server");
   assertEquals(pinned.type, "http");
@@ -251,8 +272,15 @@ Deno.test("e2e registry: an http MCP published to pml-server is called through p
   questions.length = 0;
   decision = "no";
   const sent = registry.calls.length;
+  // The cloud's tool list of the last run is kept in PML's home; start from the server's own.
+  for (const f of Deno.readDirSync(ws.home)) {
+    if (f.name.startsWith("cloud-tools")) Deno.removeSync(join(ws.home, f.name));
+  }
   {
     await using pml = await spawnPml(ws, registry, questions, () => decision);
+    const listed = await describedAs(pml, "weather__echo");
+    assertStringIncludes(listed, "changed since it was pinned");
+    assert(!listed.includes("IMPORTANT"), listed);
     const refused = await pml.callTool({ name: "weather:echo", arguments: { message: "x" } });
     assert(refused.isError);
     assertStringIncludes(text(refused), "refused");
@@ -269,6 +297,7 @@ Deno.test("e2e registry: an http MCP published to pml-server is called through p
     const echoed = await pml.callTool({ name: "weather:echo", arguments: { message: "again" } });
     assert(!echoed.isError, text(echoed));
     assertStringIncludes(text(echoed), "again");
+    assertStringIncludes(await describedAs(pml, "weather__echo"), "IMPORTANT", "approved");
   }
   const now = lockEntry(ws, "pml.mcp.weather.server");
   assertEquals(now.proxyTo, `${upstream.url}/b/mcp`);

@@ -73,6 +73,11 @@ function sortKeys(value: unknown): unknown {
 
 const encode = (value: unknown) => new TextEncoder().encode(canonicalJson(value));
 
+/** What `tools/list` shows instead of a definition that changed since it was pinned. */
+export const CHANGED_DESCRIPTION =
+  "(This tool's definition changed since it was pinned in .pml/mcp.lock and is not shown until " +
+  "approved. Calling it asks the user, showing the difference.)";
+
 /** The pinned hash of one tool definition. */
 export async function toolHash(def: ToolDefinition): Promise<string> {
   return (await digest(encode(definitionDoc(def)))).integrity;
@@ -211,6 +216,46 @@ export class McpPins {
       return { kind: "same" };
     }
     return await this.#changed(name, "tools", differences, save);
+  }
+
+  /**
+   * Names of the tools in `defs` whose definition differs from the one pinned for `name` (for
+   * `tools/list`: a changed definition is not shown before it is approved). Tools not pinned yet
+   * are not reported.
+   */
+  async changedTools(name: string, defs: readonly ToolDefinition[]): Promise<Set<string>> {
+    const pinned = (await this.#d.lockfile()).get(name)?.tools;
+    const changed = new Set<string>();
+    if (!pinned) return changed;
+    for (const def of defs) {
+      const old = pinned[def.name];
+      if (old !== undefined && old !== await toolHash(def)) changed.add(def.name);
+    }
+    return changed;
+  }
+
+  /**
+   * Names of the tools of a metadata document (`tools: [{name, description, inputSchema}]`) whose
+   * definition differs from the pinned metadata's; every tool when the pinned document is not in
+   * the cache. Empty when the metadata is the pinned one or nothing is pinned.
+   */
+  async changedMetadataTools(name: string, pin: MetadataPin): Promise<Set<string>> {
+    const locked = (await this.#d.lockfile()).get(name);
+    const changed = new Set<string>();
+    if (!locked) return changed;
+    const d = await digest(encode(pin.document));
+    if (d.integrity === locked.integrity) return changed;
+    const tools = (doc: unknown) =>
+      new Map(
+        ((doc as { tools?: ToolDefinition[] })?.tools ?? []).map((t) => [t.name, canonicalJson(t)]),
+      );
+    const now = tools(pin.document);
+    const old = await this.#document(locked.integrity);
+    const before = old === undefined ? undefined : tools(old);
+    for (const [tool, text] of now) {
+      if (!before || (before.has(tool) && before.get(tool) !== text)) changed.add(tool);
+    }
+    return changed;
   }
 
   async #changed(

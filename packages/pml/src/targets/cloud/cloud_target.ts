@@ -10,7 +10,7 @@ import {
   type ToolCall,
   type ToolInfo,
 } from "../target.ts";
-import { describePinChange } from "../../registry/mcp_pins.ts";
+import { CHANGED_DESCRIPTION, describePinChange } from "../../registry/mcp_pins.ts";
 import type { ChangedPin, HttpPins } from "./http_pins.ts";
 import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
@@ -102,12 +102,21 @@ export class CloudTarget implements Target {
   async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
     if (!this.#d.client) return [];
     await this.#freshTools();
-    return [...(this.#tools?.values() ?? [])]
+    const listed = [...(this.#tools?.values() ?? [])]
       .map((t) => t.info)
       .filter((t) => {
         const ns = t.id.slice(0, t.id.indexOf(":"));
         return ns !== "pml" && (!namespaces || namespaces.has(ns)) && this.#runsHere(t.id);
       });
+    // A definition that changed since it was pinned is not shown before it is approved.
+    const changed = await this.#d.pins?.changedTools(listed).catch(() => undefined);
+    return changed?.size
+      ? listed.map((t) =>
+        changed.has(t.id)
+          ? { ...t, description: CHANGED_DESCRIPTION, inputSchema: { type: "object" } }
+          : t
+      )
+      : listed;
   }
 
   /**

@@ -76,6 +76,28 @@ export class HttpPins {
     return changes;
   }
 
+  /** Ids of the `listed` tools whose definition differs from the one pinned for their server. */
+  async changedTools(listed: readonly ToolInfo[]): Promise<Set<string>> {
+    const byNs = new Map<string, ToolInfo[]>();
+    for (const t of listed) {
+      const ns = t.id.slice(0, t.id.indexOf(":"));
+      byNs.set(ns, [...(byNs.get(ns) ?? []), t]);
+    }
+    const changed = new Set<string>();
+    for (const [ns, tools] of byNs) {
+      const found = await this.#pins.changedTools(
+        `pml.mcp.${ns}.server`,
+        tools.map((t) => ({
+          name: t.id.slice(ns.length + 1),
+          description: t.description,
+          inputSchema: t.inputSchema,
+        })),
+      );
+      for (const action of found) changed.add(`${ns}:${action}`);
+    }
+    return changed;
+  }
+
   /** The http metadata of `ns` from the registries (reused for its max-age); none when offline. */
   async #metadata(ns: string): Promise<HttpMeta | undefined> {
     const known = this.#meta.get(ns);

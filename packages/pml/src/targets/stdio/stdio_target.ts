@@ -17,6 +17,7 @@ import type { DependencyMeta, MetadataSource } from "../../deps/metadata.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision } from "../../permission/approvals.ts";
 import {
+  CHANGED_DESCRIPTION,
   describePinChange,
   type McpPins,
   type MetadataPin,
@@ -95,12 +96,20 @@ export class StdioTarget implements Target {
         console.error(`pml: skipping stdio server "${server}": ${errorMessage(err)}`);
         continue;
       }
-      for (const t of meta?.tools ?? []) {
+      if (!meta) continue;
+      // A definition that changed since it was pinned is not shown before it is approved.
+      const changed = this.#d.pins && pinned(meta)
+        ? await this.#d.pins.changedMetadataTools(lockName(meta), metadataPin(meta)).catch(() =>
+          new Set<string>()
+        )
+        : new Set<string>();
+      for (const t of meta.tools) {
         const id = `${server}:${t.action}`;
+        const hidden = changed.has(id);
         tools.push({
           id,
-          description: t.description,
-          inputSchema: t.inputSchema,
+          description: hidden ? CHANGED_DESCRIPTION : t.description,
+          inputSchema: hidden ? { type: "object" } : t.inputSchema,
           routing: this.#d.routing.routeOf(id),
         });
       }
