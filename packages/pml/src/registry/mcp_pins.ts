@@ -13,6 +13,7 @@
  * @module
  */
 import type { AuditLog } from "../audit/audit.ts";
+import type { ModuleScan } from "./module_scan.ts";
 import { digest, integrityToHex } from "./integrity.ts";
 import type { LockEntry, Lockfile } from "./lockfile.ts";
 import type { ModuleCache } from "./module_cache.ts";
@@ -85,6 +86,55 @@ export async function toolHash(def: ToolDefinition): Promise<string> {
 
 function definitionDoc(def: ToolDefinition): ToolDefinition {
   return { name: def.name, description: def.description, inputSchema: def.inputSchema ?? {} };
+}
+
+/**
+ * The tool definitions of a deno module: one per exported action (not `_`-prefixed), from its
+ * literal `__meta__` (`tools[action]`, or the object itself for a one-tool module).
+ */
+export function moduleToolDefinitions(scan: ModuleScan): ToolDefinition[] {
+  const meta = scan.meta as
+    | { tools?: Record<string, Record<string, unknown>> } & Record<string, unknown>
+    | undefined;
+  return scan.exports.filter((a) => !a.startsWith("_")).sort().map((action) => {
+    const tool = (meta?.tools?.[action] ?? meta ?? {}) as Record<string, unknown>;
+    return {
+      name: action,
+      description: typeof tool.description === "string" ? tool.description : "",
+      inputSchema: tool.inputSchema && typeof tool.inputSchema === "object"
+        ? tool.inputSchema as Record<string, unknown>
+        : {},
+    };
+  });
+}
+
+/** `tool name → hash` of `defs`, for a lock entry's `tools`. */
+export async function toolHashes(
+  defs: readonly ToolDefinition[],
+): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const def of defs) out[def.name] = await toolHash(def);
+  return out;
+}
+
+/**
+ * Field-level differences between two lists of definitions, one line per change, prefixed by the
+ * tool name (`greet: description: "a" → "b"`, `greet: added`).
+ */
+export function diffDefinitions(
+  before: readonly ToolDefinition[],
+  after: readonly ToolDefinition[],
+): string[] {
+  const old = new Map(before.map((d) => [d.name, definitionDoc(d)]));
+  const lines: string[] = [];
+  for (const def of after) {
+    const was = old.get(def.name);
+    if (!was) lines.push(`${def.name}: added ${clip(canonicalJson(definitionDoc(def)))}`);
+    else lines.push(...diffJson(was, definitionDoc(def)).map((l) => `${def.name}: ${l}`));
+    old.delete(def.name);
+  }
+  for (const name of old.keys()) lines.push(`${name}: removed`);
+  return lines;
 }
 
 /** Dependencies of {@link McpPins}. */

@@ -284,7 +284,12 @@ function codeOf(err: unknown): Record<string, unknown> | undefined {
 /** The approval text: old and new hash of every changed entry. */
 export function describeChanges(toolId: string, changes: readonly IntegrityChange[]): string {
   const lines = changes.map((c) =>
-    `${c.name}: locked ${c.old.integrity} (${c.old.fqdn}, fetched ${c.old.fetchedAt}), now ${c.new.integrity} (${c.new.fqdn})`
+    `${c.name}: locked ${c.old.integrity} (${c.old.fqdn}, fetched ${c.old.fetchedAt}), now ${c.new.integrity} (${c.new.fqdn})` +
+    (c.tools === undefined
+      ? ""
+      : c.tools.length
+      ? `; tool definitions: ${c.tools.join("; ")}`
+      : "; tool definitions unchanged")
   );
   return `The code of "${toolId}" changed since it was pinned in .pml/mcp.lock. ${
     lines.join("; ")
