@@ -21,7 +21,7 @@ import {
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { freePort, startUpstream } from "./_cloud.ts";
-import { connectStdio } from "./_spawn.ts";
+import { connectStdio, PML_BIN, pmlEnv } from "./_spawn.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..");
 
@@ -162,6 +162,19 @@ Deno.test("e2e registry: a stdio MCP published to pml-server runs from pml stdio
   assert(pinned.package.integrity.startsWith("sha512-"));
   assert(pinned.tools.read_graph.startsWith("sha256-"), JSON.stringify(pinned.tools));
   assertEquals(Object.keys(pinned.tools).length, 9, "every tool the server lists is pinned");
+  const status = await new Deno.Command(PML_BIN, {
+    args: ["status"],
+    cwd: ws.dir,
+    env: pmlEnv(ws, { PML_HOME: ws.home }),
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertStringIncludes(
+    new TextDecoder().decode(status.stdout),
+    "stdio  " + pinned.integrity +
+      "  cached  (package @modelcontextprotocol/server-memory@2026.8.31, 9 tools)",
+  );
 
   // 2. The registry publishes changed metadata: a question that shows the change; "no" runs nothing.
   const changed = memtwo();
