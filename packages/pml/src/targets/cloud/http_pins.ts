@@ -30,7 +30,11 @@ export class HttpPins {
   readonly #client: RegistryClient;
   readonly #pins: McpPins;
   readonly #now: () => number;
-  readonly #meta = new Map<string, { meta?: HttpMeta; until: number }>();
+  readonly #meta = new Map<string, { meta: Promise<HttpMeta | undefined>; until: number }>();
+  /** Namespaces with no http entry and no pin (the platform's own tools). */
+  readonly #notHttp = new Set<string>();
+  /** Namespaces the registries answered about (not only unreachable). */
+  readonly #answered = new Set<string>();
   /** What was found unchanged, per namespace: the metadata and the listed definitions. */
   readonly #verified = new Map<string, { meta?: HttpMeta; tools: string }>();
 
@@ -47,10 +51,15 @@ export class HttpPins {
   async check(ns: string, listed: readonly ToolInfo[]): Promise<ChangedPin[]> {
     const meta = await this.#metadata(ns);
     const name = `pml.mcp.${ns}.server`;
+    if (!meta && this.#notHttp.has(ns)) return [];
+    if (!meta && !(await this.#pins.locked(name))) {
+      // The registries said it is no http MCP (the platform's json, math, …): nothing to pin.
+      if (this.#answered.has(ns)) this.#notHttp.add(ns);
+      return [];
+    }
     const tools = JSON.stringify(listed.map((t) => [t.id, t.description, t.inputSchema]));
     const seen = this.#verified.get(ns);
     if (seen && seen.meta === meta && seen.tools === tools) return [];
-    if (!meta && !(await this.#pins.locked(name))) return []; // not an http MCP
     const changes: ChangedPin[] = [];
     if (meta) {
       const m = await this.#pins.checkMetadata(name, {
@@ -99,9 +108,23 @@ export class HttpPins {
   }
 
   /** The http metadata of `ns` from the registries (reused for its max-age); none when offline. */
-  async #metadata(ns: string): Promise<HttpMeta | undefined> {
+  #metadata(ns: string): Promise<HttpMeta | undefined> {
     const known = this.#meta.get(ns);
     if (known && known.until > this.#now()) return known.meta;
+    // Concurrent calls share one look-up; it is kept until its answer says how long to keep it.
+    const meta = this.#fetchMetadata(ns);
+    this.#meta.set(ns, { meta, until: Infinity });
+    meta.catch(() => this.#meta.delete(ns));
+    return meta;
+  }
+
+  async #fetchMetadata(ns: string): Promise<HttpMeta | undefined> {
+    const keep = (meta: HttpMeta | undefined, ms: number) => {
+      if (ms > 0) this.#answered.add(ns);
+      else this.#answered.delete(ns);
+      this.#meta.set(ns, { meta: Promise.resolve(meta), until: this.#now() + ms });
+      return meta;
+    };
     for (const registry of this.#client.registries) {
       try {
         const f = await this.#client.fetchEntry(registry, `pml.mcp.${ns}.server`);
@@ -122,15 +145,14 @@ export class HttpPins {
             })),
           };
         }
-        this.#meta.set(ns, { meta, until: this.#now() + Math.max(f.maxAgeMs, 1000) });
-        return meta;
+        return keep(meta, Math.max(f.maxAgeMs, 1000));
       } catch (err) {
         if (err instanceof PmlError && err.code === "REGISTRY_NOT_FOUND") continue;
-        if (isUnreachable(err)) return undefined; // the tool definitions are still checked
+        // Unreachable: the tool definitions are still checked; asked again on the next call.
+        if (isUnreachable(err)) return keep(undefined, 0);
         throw err;
       }
     }
-    this.#meta.set(ns, { until: this.#now() + 60_000 });
-    return undefined;
+    return keep(undefined, 60_000);
   }
 }
