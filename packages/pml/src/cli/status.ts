@@ -38,7 +38,9 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     `lockfile    ${status.lockfile.path}${
       status.lockfile.error ? `: ${status.lockfile.error}` : ""
     }`,
-    ...status.lockfile.rows.map((r) => `  ${r.fqdn}  ${r.type}  ${r.integrity}  ${r.state}`),
+    ...status.lockfile.rows.map((r) =>
+      `  ${r.fqdn}  ${r.type}  ${r.integrity}  ${r.state}${r.pins ? `  (${r.pins})` : ""}`
+    ),
   ];
   io.stdout(lines.join("\n") + "\n");
   return 0;

@@ -11,6 +11,10 @@ import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/den
 import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
 import { createExecute, type ExecuteOptions } from "../execute/mod.ts";
 import { Gateway } from "./gateway.ts";
+import { McpPins } from "../registry/mcp_pins.ts";
+import { HttpPins } from "../targets/cloud/http_pins.ts";
+import { RegistryClient } from "../registry/registry_client.ts";
+import { createRegistryStack } from "../targets/deno/_stack.ts";
 import { Sampling, type SamplingDeps } from "../sampling/sampling.ts";
 import { PROVIDERS } from "../sampling/llm_api.ts";
 
@@ -60,26 +64,46 @@ export interface GatewayOptions {
  */
 export function createGateway(config: Config, opts: GatewayOptions = {}): Gateway {
   const audit = createAuditLog(config.workspace);
-  const cloud = createCloud(config, { routingTable: opts.routingTable, ...opts.cloud });
-  const routing = cloud.routing;
   const pool = new SandboxPool();
+  const permissions = new PermissionStore(config.permissions, config.configPath);
+  const registryDeps = {
+    config,
+    audit,
+    permissions: () => permissions.current,
+    now: opts.now,
+    ...opts.registry,
+  };
+  // One registry client, cache and lockfile for every MCP type.
+  const stack = createRegistryStack(registryDeps);
+  const pins = new McpPins({
+    lockfile: stack.lockfile,
+    cache: stack.cache,
+    audit,
+    now: opts.now,
+  });
+  const cloud = createCloud(
+    config,
+    { routingTable: opts.routingTable, ...opts.cloud },
+    new HttpPins({
+      // http metadata comes from the same registries; tests that fake only the cloud fake it too.
+      client: new RegistryClient({
+        registries: stack.client.registries,
+        fetch: opts.registry?.fetch ?? opts.cloud?.fetch,
+        timeoutMs: opts.registry?.registryTimeoutMs,
+      }),
+      pins,
+      now: opts.now,
+    }),
+  );
+  const routing = cloud.routing;
   const std = new StdTarget({ config, pool, audit, routing, detectOs: opts.detectOs });
   if (opts.prewarm !== false) std.prewarm();
   const stdio = createStdioTarget(
     config,
-    { audit, routing, exclude: Object.keys(STD_MODULES) },
+    { audit, routing, exclude: Object.keys(STD_MODULES), registry: stack, pins },
     opts.stdio,
   );
-  const permissions = new PermissionStore(config.permissions, config.configPath);
-  const deno = new DenoModuleTarget({
-    config,
-    pool,
-    audit,
-    routing,
-    permissions: () => permissions.current,
-    now: opts.now,
-    ...opts.registry,
-  });
+  const deno = new DenoModuleTarget({ ...registryDeps, pool, routing, stack });
   const approvals = new Approvals({
     ttlMs: opts.approvalTtlMs,
     now: opts.now,

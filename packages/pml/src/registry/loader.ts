@@ -21,6 +21,7 @@ import { checkImports, registryImport } from "./import_policy.ts";
 import { digest, integrityToHex } from "./integrity.ts";
 import type { LockEntry, Lockfile } from "./lockfile.ts";
 import type { ModuleCache } from "./module_cache.ts";
+import { diffDefinitions, moduleToolDefinitions, toolHashes } from "./mcp_pins.ts";
 import { type ModuleScan, scanModule } from "./module_scan.ts";
 import type { PrivateMcps } from "./private_mcps.ts";
 import { type FetchedEntry, isUnreachable, type RegistryClient } from "./registry_client.ts";
@@ -47,6 +48,11 @@ export interface IntegrityChange {
   readonly name: string;
   readonly old: { readonly fqdn: string; readonly integrity: string; readonly fetchedAt: string };
   readonly new: { readonly fqdn: string; readonly integrity: string };
+  /**
+   * What changed in the module's tool definitions (`__meta__`), one line per field; absent when the
+   * old code is not in the local cache.
+   */
+  readonly tools?: readonly string[];
 }
 
 /** What {@link RegistryLoader.load} found. */
@@ -304,22 +310,26 @@ export class RegistryLoader {
     await this.#policy(toolId, f.fqdn, scan);
     const d = await digest(f.bytes);
     const locked = lock.get(f.name);
+    const defs = moduleToolDefinitions(scan);
     const entry: LockEntry = {
       fqdn: f.fqdn,
       integrity: d.integrity,
       type: "deno",
       routing: f.routing,
       fetchedAt: new Date(this.#now()).toISOString(),
+      tools: await toolHashes(defs),
     };
     if (!locked) p.records.push([f.name, entry]);
     else if (locked.integrity !== d.integrity) {
       p.records.push([f.name, entry]);
+      const before = await this.#definitionsOf(locked.integrity);
       p.changes.push({
         name: f.name,
         old: { fqdn: locked.fqdn, integrity: locked.integrity, fetchedAt: locked.fetchedAt },
         new: { fqdn: f.fqdn, integrity: d.integrity },
+        ...(before ? { tools: diffDefinitions(before, defs) } : {}),
       });
-    }
+    } else if (!locked.tools) p.records.push([f.name, entry]); // pinned before tools were
     p.bytes.push(f.bytes);
     const deps: LoadedModule["deps"][number][] = [];
     for (const ref of scan.imports) {
@@ -355,6 +365,18 @@ export class RegistryLoader {
       deps,
       offline: f.offline,
     };
+  }
+
+  /** The tool definitions of the cached code with `integrity`, if it is cached. */
+  async #definitionsOf(integrity: string) {
+    const hex = integrityToHex(integrity);
+    const bytes = hex ? (await this.#cachedOrTampered(hex)).bytes : undefined;
+    if (!bytes) return undefined;
+    try {
+      return moduleToolDefinitions(scanModule(new TextDecoder().decode(bytes)));
+    } catch {
+      return undefined;
+    }
   }
 
   async #private(ns: string, code: string, origin: string): Promise<LoadedModule> {

@@ -26,6 +26,8 @@ export interface LockStatusRow {
   readonly integrity: string;
   readonly fetchedAt: string;
   readonly state: LockState;
+  /** What else is pinned: `package name@version`, `proxyTo <url>`, `N tools`. */
+  readonly pins: string;
 }
 
 /** The lockfile's rows, or the problem that prevents reading it. */
@@ -35,7 +37,7 @@ export function lockStatus(
   permissions: Permissions,
 ): { path: string; rows: LockStatusRow[]; error?: string } {
   const path = lockfilePath(workspace);
-  let file: { entries?: Record<string, Omit<LockStatusRow, "name" | "state">> };
+  let file: { entries?: Record<string, Omit<LockStatusRow, "name" | "state" | "pins"> & Pinned> };
   try {
     file = JSON.parse(Deno.readTextFileSync(path));
   } catch (err) {
@@ -61,10 +63,21 @@ export function lockStatus(
         integrity: e.integrity,
         fetchedAt: e.fetchedAt,
         state,
+        pins: [
+          e.package ? `package ${e.package.name}@${e.package.version}` : "",
+          e.proxyTo ? `proxyTo ${e.proxyTo}` : "",
+          e.tools ? `${Object.keys(e.tools).length} tools` : "",
+        ].filter(Boolean).join(", "),
       };
     },
   );
   return { path, rows };
+}
+
+interface Pinned {
+  package?: { name: string; version: string };
+  proxyTo?: string;
+  tools?: Record<string, string>;
 }
 
 function cacheState(pmlHome: string, hex: string | undefined): LockState {

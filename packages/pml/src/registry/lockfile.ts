@@ -1,6 +1,9 @@
 /**
- * The integrity lockfile `.pml/mcp.lock` (DESIGN §7):
- * `{"version":1,"entries":{"<4-part name>":{"fqdn","integrity","type","routing","fetchedAt"}}}`.
+ * The integrity lockfile `.pml/mcp.lock` (DESIGN §7, §12):
+ * `{"version":1,"entries":{"<4-part name>":{"fqdn","integrity","type","routing","fetchedAt"}}}`,
+ * plus, for stdio servers, the pinned npm `package` (name, version, sha512); for http servers the
+ * `proxyTo` target and declared `envRequired`; and for both the `tools` map: tool name → SHA-256 of
+ * its definition (name, description, input schema), see `mcp_pins.ts`.
  *
  * Loaded once per session; entries no longer matched by `allow`/`ask` are dropped on load (the
  * next use fetches and records them again). Writes are atomic and serialised. A lockfile that does
@@ -26,6 +29,13 @@ const EntrySchema = z.object({
   type: z.enum(["deno", "stdio", "http"]),
   routing: z.enum(["client", "server"]),
   fetchedAt: z.string(),
+  /** stdio: the pinned npm package. */
+  package: z.object({ name: z.string(), version: z.string(), integrity: z.string() }).optional(),
+  /** http: where the server proxies calls, and the variables the MCP declares. */
+  proxyTo: z.string().optional(),
+  envRequired: z.array(z.string()).optional(),
+  /** Tool name → `sha256-<base64>` of its definition, pinned when first used. */
+  tools: z.record(z.string(), z.string()).optional(),
 });
 const FileSchema = z.object({ version: z.literal(1), entries: z.record(z.string(), EntrySchema) });
 

@@ -68,3 +68,38 @@ Deno.test("lockfile: a corrupt file is reported and left as is", () =>
       assertEquals(await Deno.readTextFile(lockfilePath(ws)), text);
     }
   }));
+
+Deno.test("lockfile: pins of stdio, http and tools round-trip; a malformed pin is reported, the file left as is", () =>
+  withDir(async (ws) => {
+    const lock = await Lockfile.open(ws);
+    const pins = {
+      ...entry("pml.mcp.memory.server", "stdio"),
+      package: { name: "@scope/server", version: "1.0.0", integrity: "sha512-abc" },
+      tools: { read_graph: INTEGRITY },
+    };
+    await lock.record("pml.mcp.memory.server", pins);
+    const web = {
+      ...entry("pml.mcp.web.server"),
+      type: "http" as const,
+      routing: "server" as const,
+    };
+    await lock.record("pml.mcp.web.server", {
+      ...web,
+      proxyTo: "http://127.0.0.1:1/mcp",
+      envRequired: ["K"],
+    });
+    const back = await Lockfile.read(ws);
+    assertEquals(back.get("pml.mcp.memory.server"), pins);
+    assertEquals(back.get("pml.mcp.web.server")?.proxyTo, "http://127.0.0.1:1/mcp");
+    const text = JSON.stringify({
+      version: 1,
+      entries: { "pml.mcp.memory.server": { ...pins, tools: { read_graph: 5 } } },
+    });
+    await Deno.writeTextFile(lockfilePath(ws), text);
+    const err = await assertRejects(() =>
+      Lockfile.open(ws, { allow: ["memory"], ask: [], deny: [] })
+    );
+    assertEquals(isPmlError(err, "LOCKFILE_CORRUPT"), true, err.message);
+    assertEquals(err.message.includes("tools.read_graph"), true, err.message);
+    assertEquals(await Deno.readTextFile(lockfilePath(ws)), text);
+  }));

@@ -1,119 +1,100 @@
 /**
- * `RegistryMetadataSource`: the stdio metadata of `pml.mcp.<server>.server` from the registries
- * (the `MetadataSource` the stdio dependency target reads), pinned in `.pml/mcp.lock` like deno
- * modules: the first fetch records the SHA-256 of the JSON bytes; a different hash later is an
- * `INTEGRITY_CHANGED` error (details: old and new) until {@link RegistryMetadataSource.accept} is
- * called after the human approved it. Verified bytes are cached; with the registries down the
- * locked, cached metadata is used with a warning.
+ * `RegistryMetadataSource`: the stdio metadata of `pml.mcp.<server>.server` from the configured
+ * registries (the `MetadataSource` the stdio dependency target reads, after `private_mcps` and
+ * before the built-in catalogue). The registry client checks the received bytes against the FQDN
+ * hash and the ETag; pinning in `.pml/mcp.lock` is the stdio target's job (`McpPins`), for every
+ * source alike. Answers are reused for the response's `max-age` (the catalogue list for a minute).
+ * With the registries down, a server pinned in the lockfile is read from the cached canonical
+ * document of its pin, with a warning.
  *
  * @module
  */
-import type { AuditLog } from "../audit/audit.ts";
 import { type DependencyMeta, type MetadataSource, parseStdioMetadata } from "../deps/metadata.ts";
 import { PmlError } from "../errors.ts";
-import { digest, integrityToHex } from "./integrity.ts";
-import type { LockEntry, Lockfile } from "./lockfile.ts";
+import { integrityToHex } from "./integrity.ts";
+import type { Lockfile } from "./lockfile.ts";
 import type { ModuleCache } from "./module_cache.ts";
 import { isUnreachable, type RegistryClient } from "./registry_client.ts";
+
+const LIST_TTL_MS = 60_000;
 
 /** See the module documentation. */
 export class RegistryMetadataSource implements MetadataSource {
   readonly #client: RegistryClient;
   readonly #cache: ModuleCache;
   readonly #lockfile: () => Promise<Lockfile>;
-  readonly #audit: AuditLog;
   readonly #warn: (line: string) => void;
+  readonly #exclude: ReadonlySet<string>;
+  readonly #now: () => number;
+  readonly #known = new Map<string, { meta?: DependencyMeta; until: number }>();
+  #list?: { names: string[]; until: number };
 
   constructor(deps: {
     client: RegistryClient;
     cache: ModuleCache;
     lockfile: () => Promise<Lockfile>;
-    audit: AuditLog;
     warn?: (line: string) => void;
+    /** Namespaces owned by another target (the std tools): never served from here. */
+    exclude?: Iterable<string>;
+    now?: () => number;
   }) {
     this.#client = deps.client;
     this.#cache = deps.cache;
     this.#lockfile = deps.lockfile;
-    this.#audit = deps.audit;
     this.#warn = deps.warn ?? ((l) => console.error(l));
+    this.#exclude = new Set(deps.exclude ?? []);
+    this.#now = deps.now ?? Date.now;
   }
 
   async list(): Promise<string[]> {
+    if (!this.#client.registries.length) return [];
+    const now = this.#now();
+    if (this.#list && this.#list.until > now) return this.#list.names;
+    let names: string[];
     try {
-      const res = await this.#client.findType("stdio");
-      return res.map((i) => i.fqdn.split(".")[2]);
+      names = (await this.#client.findType("stdio")).map((i) => i.fqdn.split(".")[2]);
+      this.#list = { names: names.filter((n) => !this.#exclude.has(n)), until: now + LIST_TTL_MS };
+      return this.#list.names;
     } catch (err) {
       if (!isUnreachable(err)) throw err;
       const lock = await this.#lockfile();
-      return lock.entries().filter(([, e]) => e.type === "stdio").map(([n]) => n.split(".")[2]);
+      names = lock.entries().filter(([, e]) => e.type === "stdio").map(([n]) => n.split(".")[2]);
+      return names.filter((n) => !this.#exclude.has(n));
     }
   }
 
   async get(server: string): Promise<DependencyMeta | undefined> {
+    if (this.#exclude.has(server) || !this.#client.registries.length) return undefined;
+    const known = this.#known.get(server);
+    if (known && known.until > this.#now()) return known.meta;
     const name = `pml.mcp.${server}.server`;
-    const lock = await this.#lockfile();
-    const locked = lock.get(name);
-    const lockedHex = locked && integrityToHex(locked.integrity);
-    let cached: Uint8Array | undefined;
-    try {
-      cached = lockedHex ? await this.#cache.get(lockedHex) : undefined;
-    } catch { /* tampered: removed by the cache, fetched again below */ }
     let failure: PmlError | undefined;
     for (const registry of this.#client.registries) {
       try {
-        const f = await this.#client.fetchEntry(registry, name, cached ? lockedHex : undefined);
-        if (f.type !== "stdio") return undefined;
-        const bytes = f.bytes ?? cached!;
-        const d = await digest(bytes);
-        const entry: LockEntry = {
-          fqdn: f.fqdn,
-          integrity: d.integrity,
-          type: "stdio",
-          routing: f.routing,
-          fetchedAt: new Date().toISOString(),
-        };
-        if (locked && locked.integrity !== d.integrity) {
-          await this.#audit.write("integrity", {
-            name,
-            event: "changed",
-            old: locked.integrity,
-            new: d.integrity,
-          });
-          throw new PmlError(
-            "INTEGRITY_CHANGED",
-            `The registry metadata of "${server}" changed since it was pinned in .pml/mcp.lock: locked ${locked.integrity}, now ${d.integrity}`,
-            { details: { name, old: locked, new: entry, bytes } },
-          );
-        }
-        if (!locked) {
-          await this.#cache.put(bytes);
-          await lock.record(name, entry);
-          await this.#audit.write("integrity", { name, event: "recorded", integrity: d.integrity });
-        }
-        return parse(server, bytes, registry);
+        const f = await this.#client.fetchEntry(registry, name);
+        const meta = f.type === "stdio"
+          ? { ...parse(server, f.bytes!, registry), fqdn: f.fqdn }
+          : undefined;
+        this.#known.set(server, { meta, until: this.#now() + Math.max(f.maxAgeMs, 1000) });
+        return meta;
       } catch (err) {
         if (err instanceof PmlError && err.code === "REGISTRY_NOT_FOUND") continue;
         if (!isUnreachable(err)) throw err;
         failure = err;
       }
     }
-    if (!failure) return undefined;
-    if (!locked || !cached) throw failure;
+    if (!failure) {
+      this.#known.set(server, { until: this.#now() + 60_000 });
+      return undefined;
+    }
+    const locked = (await this.#lockfile()).get(name);
+    const hex = locked?.type === "stdio" ? integrityToHex(locked.integrity) : undefined;
+    const cached = hex ? await this.#cache.get(hex).catch(() => undefined) : undefined;
+    if (!cached) return undefined; // the built-in catalogue may still know it
     this.#warn(
-      `pml: warning: registry unreachable (${failure.message}); using the cached metadata of "${server}"`,
+      `pml: warning: registry unreachable (${failure.message}); using the metadata of "${server}" pinned in .pml/mcp.lock`,
     );
-    return parse(server, cached, "cache");
-  }
-
-  /** Records an approved change (the `details` of an `INTEGRITY_CHANGED` error). */
-  async accept(details: { name: string; new: LockEntry; bytes: Uint8Array }): Promise<void> {
-    await this.#cache.put(details.bytes);
-    await (await this.#lockfile()).record(details.name, details.new);
-    await this.#audit.write("integrity", {
-      name: details.name,
-      event: "approved",
-      integrity: details.new.integrity,
-    });
+    return { ...parse(server, cached, "cache"), fqdn: locked!.fqdn };
   }
 }
 

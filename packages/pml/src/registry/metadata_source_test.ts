@@ -1,6 +1,7 @@
-import { assert, assertEquals, assertRejects } from "../testing/assert.ts";
+import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { createAuditLog } from "../audit/audit.ts";
-import { isPmlError } from "../errors.ts";
+import { metadataPin } from "../targets/stdio/stdio_target.ts";
+import { McpPins } from "./mcp_pins.ts";
 import { Lockfile } from "./lockfile.ts";
 import { RegistryMetadataSource } from "./metadata_source.ts";
 import { ModuleCache } from "./module_cache.ts";
@@ -9,39 +10,50 @@ import { type TestRegistry, testRegistry } from "./_testing.ts";
 import { loadRoutingTable, seedRegistry } from "../../../server/mod.ts";
 import { join } from "node:path";
 
-Deno.test("RegistryMetadataSource: stdio metadata from the server, pinned, cached for offline use", async () => {
+Deno.test("RegistryMetadataSource: stdio metadata from the server; offline, the version pinned in the lockfile", async () => {
   const repoRegistry = join(import.meta.dirname!, "..", "..", "..", "..", "registry");
   await using reg = await testRegistry();
   const ws = await Deno.makeTempDir({ prefix: "pml-meta-" });
   try {
     // Seed the server from the repository's registry/ folder (std modules, MCP metadata).
     const seeded = await seedThrough(reg, repoRegistry);
-    const lockfile = () => Lockfile.open(ws);
+    const lock = await Lockfile.open(ws);
+    const lockfile = () => Promise.resolve(lock);
+    const cache = new ModuleCache(join(ws, "home"));
+    const warnings: string[] = [];
     const source = new RegistryMetadataSource({
       client: new RegistryClient({ registries: [reg.url], fetch: reg.fetch }),
-      cache: new ModuleCache(join(ws, "home")),
+      cache,
       lockfile,
-      audit: createAuditLog(ws),
-      warn: () => {},
+      warn: (l) => warnings.push(l),
+      exclude: ["filesystem"],
     });
     const servers = await source.list();
     assert(servers.includes(seeded), servers.join(","));
+    assert(!servers.includes("filesystem"), "std namespaces are never served from the registry");
+    assertEquals(await source.get("filesystem"), undefined);
     const meta = await source.get(seeded);
     assertEquals(meta?.server, seeded);
-    assert((await lockfile()).get(`pml.mcp.${seeded}.server`));
-    reg.down = true;
-    assertEquals((await source.get(seeded))?.server, seeded, "cached metadata offline");
-    reg.down = false;
+    assertEquals(meta?.fqdn.split(".").length, 5, "the served 5-part FQDN");
     assertEquals(await source.get("no-such-server"), undefined);
-    // A changed lock entry is an INTEGRITY_CHANGED error until accepted.
-    const lock = await lockfile();
-    const entry = lock.get(`pml.mcp.${seeded}.server`)!;
-    await lock.record(`pml.mcp.${seeded}.server`, {
-      ...entry,
-      integrity: "sha256-" + "B".repeat(43) + "=",
+
+    // Offline and never pinned: unknown here (the built-in catalogue may still know it).
+    reg.down = true;
+    const offline = new RegistryMetadataSource({
+      client: new RegistryClient({ registries: [reg.url], fetch: reg.fetch }),
+      cache,
+      lockfile,
+      warn: (l) => warnings.push(l),
     });
-    const err = await assertRejects(() => source.get(seeded));
-    assert(isPmlError(err, "INTEGRITY_CHANGED"), err.message);
+    assertEquals(await offline.get(seeded), undefined);
+    // Pinned (as the stdio target pins it): read back from the cached pinned document.
+    const pins = new McpPins({ lockfile, cache, audit: createAuditLog(ws) });
+    await pins.checkMetadata(`pml.mcp.${seeded}.server`, metadataPin(meta!));
+    const back = await offline.get(seeded);
+    assertEquals(back?.package, meta?.package);
+    assertEquals(back?.tools, meta?.tools);
+    assertStringIncludes(warnings.join("\n"), "registry unreachable");
+    assertEquals(await offline.list(), [seeded], "offline, the pinned servers are listed");
   } finally {
     await Deno.remove(ws, { recursive: true });
   }

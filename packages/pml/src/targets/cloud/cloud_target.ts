@@ -3,7 +3,15 @@ import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import { isToolId } from "../../gateway/names.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { CallToolResult, Tool } from "../../sdk/types.ts";
-import { errorResult, type Target, type ToolCall, type ToolInfo } from "../target.ts";
+import {
+  type CallContext,
+  errorResult,
+  type Target,
+  type ToolCall,
+  type ToolInfo,
+} from "../target.ts";
+import { CHANGED_DESCRIPTION, describePinChange } from "../../registry/mcp_pins.ts";
+import type { ChangedPin, HttpPins } from "./http_pins.ts";
 import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
 import { type CloudToolsCache, NO_TOOLS_CACHE } from "./tools_cache.ts";
@@ -46,6 +54,8 @@ export interface CloudTargetDeps {
   readonly now?: () => number;
   /** Runs on {@link CloudTarget.close} (stops background work of the composition). */
   readonly onClose?: () => void;
+  /** The lockfile guard of http MCPs (metadata and listed tool definitions). */
+  readonly pins?: HttpPins;
 }
 
 /** Where a call comes from: the client's signal and progress channel. */
@@ -92,12 +102,21 @@ export class CloudTarget implements Target {
   async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
     if (!this.#d.client) return [];
     await this.#freshTools();
-    return [...(this.#tools?.values() ?? [])]
+    const listed = [...(this.#tools?.values() ?? [])]
       .map((t) => t.info)
       .filter((t) => {
         const ns = t.id.slice(0, t.id.indexOf(":"));
         return ns !== "pml" && (!namespaces || namespaces.has(ns)) && this.#runsHere(t.id);
       });
+    // A definition that changed since it was pinned is not shown before it is approved.
+    const changed = await this.#d.pins?.changedTools(listed).catch(() => undefined);
+    return changed?.size
+      ? listed.map((t) =>
+        changed.has(t.id)
+          ? { ...t, description: CHANGED_DESCRIPTION, inputSchema: { type: "object" } }
+          : t
+      )
+      : listed;
   }
 
   /**
@@ -141,8 +160,61 @@ export class CloudTarget implements Target {
     return this.#tools?.has(toolId) === true && !routing.table.client.includes(ns);
   }
 
-  call(call: ToolCall, ctx: CloudCallChannel): Promise<CallToolResult> {
-    return this.callCloud(call.toolId, call.args, ctx);
+  async call(
+    call: ToolCall,
+    ctx: CloudCallChannel & Partial<CallContext>,
+  ): Promise<CallToolResult> {
+    const pins = this.#d.pins;
+    if (pins && ctx.ask && this.#d.client) {
+      let changes: ChangedPin[];
+      try {
+        await this.#freshTools();
+        const listed = [...(this.#tools?.values() ?? [])].map((t) => t.info)
+          .filter((t) => t.id.startsWith(`${call.ns}:`));
+        changes = await pins.check(call.ns, listed);
+      } catch (err) {
+        if (isPmlError(err)) return failure(err.code, err.message);
+        throw err;
+      }
+      if (changes.length) return await this.#askIntegrity(call, ctx as CallContext, changes);
+    }
+    return await this.callCloud(call.toolId, call.args, ctx);
+  }
+
+  /** One `integrity` approval for every changed pin of an http MCP; the call runs after "yes". */
+  #askIntegrity(
+    call: ToolCall,
+    ctx: CallContext,
+    changes: readonly ChangedPin[],
+  ): Promise<CallToolResult> {
+    return ctx.ask(
+      {
+        type: "integrity",
+        description: changes.map((c) => describePinChange(call.toolId, c)).join("\n"),
+        context: {
+          tool: call.toolId,
+          name: changes[0].name,
+          changes: changes.flatMap((c) => c.differences),
+        },
+      },
+      async (decision) => {
+        if (decision === "no") {
+          for (const c of changes) await c.refuse();
+          return errorResult(
+            `Integrity check failed for "${call.toolId}": the changed ${
+              changes.map((c) => c.what === "metadata" ? "metadata" : "tool definitions").join(
+                " and ",
+              )
+            } of ${
+              changes[0].name
+            } were refused; nothing was sent and .pml/mcp.lock keeps the old pin`,
+            { status: "error", code: "INTEGRITY_REFUSED", name: changes[0].name },
+          );
+        }
+        for (const c of changes) await c.accept();
+        return await this.callCloud(call.toolId, call.args, ctx);
+      },
+    );
   }
 
   /** The input schema the cloud lists for `toolId`, if known. */

@@ -8,6 +8,7 @@ import {
 import { SyncedRouting } from "../../routing/routing_sync.ts";
 import { CloudClient } from "./cloud_client.ts";
 import { CloudTarget } from "./cloud_target.ts";
+import type { HttpPins } from "./http_pins.ts";
 import { cloudSearchTool } from "./search_tool.ts";
 import { type CloudToolsCache, fileToolsCache } from "./tools_cache.ts";
 
@@ -46,7 +47,12 @@ export interface Cloud {
  * new Gateway({ routing: cloud.routing, targets: [std, cloud.target], metaTools: cloud.metaTools, … });
  * ```
  */
-export function createCloud(config: Config, opts: CloudOptions = {}): Cloud {
+export function createCloud(
+  config: Config,
+  opts: CloudOptions = {},
+  /** The lockfile guard of http MCPs (absent: not pinned). */
+  pins?: HttpPins,
+): Cloud {
   const timeoutMs = opts.timeoutMs ?? (Number(config.env.PML_CLOUD_TIMEOUT_MS) || 10_000);
   const cloudMode = config.apiKey !== undefined;
   const stop = new AbortController();
@@ -82,6 +88,7 @@ export function createCloud(config: Config, opts: CloudOptions = {}): Cloud {
     listTimeoutMs: opts.listTimeoutMs ?? Math.min(2000, timeoutMs),
     cache: opts.toolsCache ?? fileToolsCache(config.pmlHome, config.cloudUrl),
     onClose: () => stop.abort(),
+    pins,
   });
   target.prefetch();
   return { routing, target, metaTools: client ? [cloudSearchTool(target)] : [] };

@@ -57,6 +57,8 @@ export interface DenoModuleTargetDeps {
   /** Warnings and debug lines (default: stderr). */
   readonly warn?: (line: string) => void;
   readonly now?: () => number;
+  /** The session's registry pieces, when shared with other targets (default: built here). */
+  readonly stack?: RegistryStack;
 }
 
 /** Deno error classes that mean the sandbox refused an operation. */
@@ -73,7 +75,7 @@ export class DenoModuleTarget implements Target {
 
   constructor(deps: DenoModuleTargetDeps) {
     this.#d = deps;
-    this.stack = createRegistryStack(deps);
+    this.stack = deps.stack ?? createRegistryStack(deps);
     this.#runRoot = join(deps.config.pmlHome, "registry", "run");
   }
 
@@ -340,7 +342,12 @@ function codeOf(err: unknown): Record<string, unknown> | undefined {
 /** The approval text: old and new hash of every changed entry. */
 export function describeChanges(toolId: string, changes: readonly IntegrityChange[]): string {
   const lines = changes.map((c) =>
-    `${c.name}: locked ${c.old.integrity} (${c.old.fqdn}, fetched ${c.old.fetchedAt}), now ${c.new.integrity} (${c.new.fqdn})`
+    `${c.name}: locked ${c.old.integrity} (${c.old.fqdn}, fetched ${c.old.fetchedAt}), now ${c.new.integrity} (${c.new.fqdn})` +
+    (c.tools === undefined
+      ? ""
+      : c.tools.length
+      ? `; tool definitions: ${c.tools.join("; ")}`
+      : "; tool definitions unchanged")
   );
   return `The code of "${toolId}" changed since it was pinned in .pml/mcp.lock. ${
     lines.join("; ")

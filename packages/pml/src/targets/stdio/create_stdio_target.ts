@@ -6,6 +6,9 @@ import { type Installer, NpmInstaller } from "../../deps/installer.ts";
 import type { MetadataSource } from "../../deps/metadata.ts";
 import { CatalogueSource, ChainSource, PrivateMcpSource } from "../../deps/sources.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
+import type { McpPins } from "../../registry/mcp_pins.ts";
+import { RegistryMetadataSource } from "../../registry/metadata_source.ts";
+import type { RegistryStack } from "../deno/_stack.ts";
 import type { OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
 import type { Clock } from "./clock.ts";
 import { PidFile } from "./pid_file.ts";
@@ -28,12 +31,22 @@ export interface StdioOptions {
 }
 
 /**
- * Builds the {@link StdioTarget} and its {@link StdioProcessManager} from the config. Namespaces in
- * `exclude` (those of the built-in std tools) are never taken from the catalogue.
+ * Builds the {@link StdioTarget} and its {@link StdioProcessManager} from the config. Metadata:
+ * `private_mcps`, then the configured registries (when `registry` is given), then the built-in
+ * catalogue. Namespaces in `exclude` (those of the built-in std tools) are never taken from the
+ * registries or the catalogue.
  */
 export function createStdioTarget(
   config: Config,
-  deps: { audit: AuditLog; routing: RoutingResolver; exclude?: Iterable<string> },
+  deps: {
+    audit: AuditLog;
+    routing: RoutingResolver;
+    exclude?: Iterable<string>;
+    /** The session's registry client, cache and lockfile. */
+    registry?: RegistryStack;
+    /** Lockfile pins of metadata and tool definitions. */
+    pins?: McpPins;
+  },
   opts: StdioOptions = {},
 ): { target: StdioTarget; manager: StdioProcessManager } {
   const manager = new StdioProcessManager({
@@ -41,9 +54,24 @@ export function createStdioTarget(
     supervision: opts.supervision,
     pids: new PidFile(config.workspace),
   });
+  const registry = deps.registry;
+  // A namespace defined in private_mcps (of any type) is never looked up anywhere else.
+  const exclude = [...(deps.exclude ?? []), ...Object.keys(config.privateMcps)];
   const source = new ChainSource([
     new PrivateMcpSource(config.privateMcps),
-    opts.source ?? new CatalogueSource(undefined, { exclude: deps.exclude }),
+    ...(opts.source ? [opts.source] : [
+      ...(registry
+        ? [
+          new RegistryMetadataSource({
+            client: registry.client,
+            cache: registry.cache,
+            lockfile: registry.lockfile,
+            exclude,
+          }),
+        ]
+        : []),
+      new CatalogueSource(undefined, { exclude }),
+    ]),
   ]);
   const target = new StdioTarget({
     source,
@@ -61,6 +89,7 @@ export function createStdioTarget(
     unconfined: config.sandbox.unconfined,
     osSandbox: opts.osSandbox,
     net: config.sandbox.net,
+    pins: deps.pins,
   });
   return { target, manager };
 }

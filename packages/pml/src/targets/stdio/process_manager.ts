@@ -104,6 +104,7 @@ export class StdioProcessManager {
     const proc = await this.#acquire(slot, spec);
     this.#clock.clearTimeout(slot.idleTimer);
     try {
+      if (opts.verify) await proc.verifyOnce(opts.verify, opts.timeoutMs);
       const result = await proc.call(toolId, action, args, opts);
       slot.crashes = 0;
       return result;

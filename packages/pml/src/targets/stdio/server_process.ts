@@ -7,6 +7,7 @@ import {
   type CreateMessageResult,
   ErrorCode,
   McpError,
+  type Tool,
 } from "../../sdk/types.ts";
 import { isPmlError } from "../../errors.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
@@ -20,6 +21,12 @@ export interface ServerCallOptions {
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
   /** Answers a `sampling/createMessage` the server sends while this call runs. */
   readonly sample?: ServerSample;
+  /**
+   * Checks the server before the first call on this process (the rug-pull guard reads its own
+   * `tools/list` through `listTools`); a rejection fails the call and the check runs again on the
+   * next one.
+   */
+  readonly verify?: (listTools: () => Promise<readonly Tool[]>) => Promise<void>;
 }
 
 /** Answers one sampling request of the server (its cancellation arrives as `signal`). */
@@ -54,6 +61,7 @@ export class ServerProcess {
   #inFlight = 0;
   /** The sampling handlers of the calls in flight, oldest first. */
   readonly #samplers = new Set<ServerSample>();
+  #verified?: Promise<void>;
 
   private constructor(spec: LaunchSpec, transport: ChildTransport, client: Client) {
     this.spec = spec;
@@ -141,6 +149,30 @@ export class ServerProcess {
 
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /** The server's `tools/list` (every page). */
+  async listTools(timeoutMs: number): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.#client.listTools(cursor ? { cursor } : undefined, {
+        timeout: timeoutMs,
+      });
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tools;
+  }
+
+  /** Runs `verify` on this process's tools once; a failed check is tried again next time. */
+  verifyOnce(
+    verify: (listTools: () => Promise<readonly Tool[]>) => Promise<void>,
+    timeoutMs: number,
+  ): Promise<void> {
+    this.#verified ??= verify(() => this.listTools(timeoutMs));
+    this.#verified.catch(() => (this.#verified = undefined));
+    return this.#verified;
   }
 
   /** Resolves when the process has exited. */

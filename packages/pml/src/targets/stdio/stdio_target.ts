@@ -1,5 +1,5 @@
 import { join, relative } from "node:path";
-import type { CallToolResult } from "../../sdk/types.ts";
+import type { CallToolResult, Tool } from "../../sdk/types.ts";
 import type { AuditLog } from "../../audit/audit.ts";
 import type { DepsState } from "../../deps/deps_state.ts";
 import type { InstalledPackage, Installer } from "../../deps/installer.ts";
@@ -17,6 +17,13 @@ import type { DependencyMeta, MetadataSource } from "../../deps/metadata.ts";
 import { describeDenoGrants, withNetGrants } from "../../deps/grants.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../permission/approvals.ts";
+import {
+  CHANGED_DESCRIPTION,
+  describePinChange,
+  type McpPins,
+  type MetadataPin,
+  type PinCheck,
+} from "../../registry/mcp_pins.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import {
   type CallContext,
@@ -51,6 +58,11 @@ export interface StdioTargetDeps {
   readonly osSandbox?: OsSandboxStatus;
   /** `.pml.json` `sandbox.net`: hosts granted to every server on top of what it declares. */
   readonly net?: readonly string[];
+  /**
+   * Pins in `.pml/mcp.lock`: the metadata of registry and catalogue servers, and the tool
+   * definitions each running server lists (`private_mcps` servers are the user's own: not pinned).
+   */
+  readonly pins?: McpPins;
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
@@ -70,6 +82,10 @@ export class StdioTarget implements Target {
   readonly #installs = new Map<string, Promise<LaunchSpec>>();
   /** Each server's `allowedToolPatterns` (tools its sampling requests may use), from metadata. */
   readonly #patterns = new Map<string, readonly string[]>();
+  /** Metadata objects whose pin was checked in this session. */
+  readonly #pinned = new WeakSet<DependencyMeta>();
+  /** Servers whose metadata is pinned: their own tool lists are checked too. */
+  readonly #pinnedServers = new Set<string>();
 
   constructor(deps: StdioTargetDeps) {
     this.#d = deps;
@@ -86,12 +102,20 @@ export class StdioTarget implements Target {
         console.error(`pml: skipping stdio server "${server}": ${errorMessage(err)}`);
         continue;
       }
-      for (const t of meta?.tools ?? []) {
+      if (!meta) continue;
+      // A definition that changed since it was pinned is not shown before it is approved.
+      const changed = this.#d.pins && pinned(meta)
+        ? await this.#d.pins.changedMetadataTools(lockName(meta), metadataPin(meta)).catch(() =>
+          new Set<string>()
+        )
+        : new Set<string>();
+      for (const t of meta.tools) {
         const id = `${server}:${t.action}`;
+        const hidden = changed.has(id);
         tools.push({
           id,
-          description: t.description,
-          inputSchema: t.inputSchema,
+          description: hidden ? CHANGED_DESCRIPTION : t.description,
+          inputSchema: hidden ? { type: "object" } : t.inputSchema,
           routing: this.#d.routing.routeOf(id),
         });
       }
@@ -156,6 +180,67 @@ export class StdioTarget implements Target {
         });
       }
     }
+    const pins = pinned(meta) ? this.#d.pins : undefined;
+    if (pins) this.#pinnedServers.add(meta.server);
+    else this.#pinnedServers.delete(meta.server);
+    if (pins && !this.#pinned.has(meta)) {
+      const check = await pins.checkMetadata(lockName(meta), metadataPin(meta));
+      if (check.kind === "changed") {
+        return await this.#askIntegrity(check, call, ctx, async () => {
+          this.#pinned.add(meta);
+          this.#ready.delete(meta.server);
+          // The question named the new package: approving it approves its install.
+          return await this.#prepare(meta, call, ctx, true);
+        });
+      }
+      this.#pinned.add(meta);
+    }
+    return await this.#prepare(meta, call, ctx, false);
+  }
+
+  /**
+   * An `integrity` approval for a changed pin: "no" keeps the old pin and runs nothing; "yes" or
+   * "always" records the new pin and continues with `next`.
+   */
+  async #askIntegrity(
+    check: Extract<PinCheck, { kind: "changed" }>,
+    call: ToolCall,
+    ctx: CallContext,
+    next: () => Promise<CallToolResult>,
+  ): Promise<CallToolResult> {
+    return await ctx.ask(
+      {
+        type: "integrity",
+        description: describePinChange(call.toolId, check),
+        context: {
+          tool: call.toolId,
+          name: check.name,
+          what: check.what,
+          changes: check.differences,
+        },
+      },
+      async (decision) => {
+        if (decision === "no") {
+          await check.refuse();
+          return errorResult(
+            `Integrity check failed for "${call.toolId}": the changed ${
+              check.what === "metadata" ? "metadata" : "tool definitions"
+            } of ${check.name} were refused; nothing ran and .pml/mcp.lock keeps the old pin`,
+            { status: "error", code: "INTEGRITY_REFUSED", name: check.name },
+          );
+        }
+        await check.accept();
+        return await next();
+      },
+    );
+  }
+
+  async #prepare(
+    meta: DependencyMeta,
+    call: ToolCall,
+    ctx: CallContext,
+    installApproved: boolean,
+  ): Promise<CallToolResult> {
     const pin = pinOf(meta);
     const ready = this.#ready.get(meta.server);
     if (ready?.pin === pin) return await this.#run(ready.spec, call, ctx);
@@ -169,6 +254,7 @@ export class StdioTarget implements Target {
       this.#ready.set(meta.server, { pin, spec });
       return await this.#run(spec, call, ctx);
     }
+    if (installApproved) return await this.#afterApproval("yes", meta, call, ctx);
     return await ctx.ask(
       this.#dependencyRequest(meta),
       (decision) => this.#afterApproval(decision, meta, call, ctx),
@@ -322,7 +408,14 @@ export class StdioTarget implements Target {
   }
 
   async #run(spec: LaunchSpec, call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
-    const result = await this.#callServer(spec, call, ctx);
+    let result: CallToolResult;
+    try {
+      result = await this.#callServer(spec, call, ctx);
+    } catch (err) {
+      const check = err instanceof ToolsChanged ? err.check : undefined;
+      if (!check) throw err;
+      return await this.#askIntegrity(check, call, ctx, () => this.#run(spec, call, ctx));
+    }
     if (!spec.unconfined) return result;
     return {
       ...result,
@@ -349,11 +442,38 @@ export class StdioTarget implements Target {
               signal,
             })
           : undefined,
+        verify: this.#verifier(spec.server),
       });
     } catch (err) {
+      if (err instanceof ToolsChanged) throw err;
       if (isPmlError(err)) return errorResult(err.message, { status: "error", code: err.code });
       throw err;
     }
+  }
+
+  /**
+   * The rug-pull guard of a running server: its own `tools/list`, hashed per tool and compared with
+   * the pin (recorded on first use). Only servers whose metadata is pinned are checked.
+   */
+  #verifier(
+    server: string,
+  ): ((listTools: () => Promise<readonly Tool[]>) => Promise<void>) | undefined {
+    const pins = this.#d.pins;
+    if (!pins || !this.#pinnedServers.has(server)) return undefined;
+    const name = `pml.mcp.${server}.server`;
+    return async (listTools) => {
+      if (!(await pins.locked(name))) return; // the metadata pin was dropped meanwhile
+      const tools = await listTools();
+      const check = await pins.checkTools(
+        name,
+        tools.map((t) => ({
+          name: t.name,
+          description: t.description ?? "",
+          inputSchema: t.inputSchema as Record<string, unknown>,
+        })),
+      );
+      if (check.kind === "changed") throw new ToolsChanged(check);
+    };
   }
 
   async #refuse(meta: DependencyMeta, err: unknown): Promise<CallToolResult> {
@@ -389,6 +509,51 @@ function rawCommandGrants(meta: DependencyMeta, os: OsSandboxStatus): string {
     (net.length
       ? `, the host's whole network (declared: ${net.join(", ")}; not filtered per host)`
       : ", no network");
+}
+
+/** A changed tool list of a running server (caught by the target, which asks the human). */
+class ToolsChanged extends Error {
+  constructor(readonly check: Extract<PinCheck, { kind: "changed" }>) {
+    super(`The tool definitions of ${check.name} changed since they were pinned`);
+  }
+}
+
+/** Metadata from a registry or the catalogue is pinned; `private_mcps` are the user's own. */
+function pinned(meta: DependencyMeta): boolean {
+  return !meta.source.startsWith(".pml.json");
+}
+
+function lockName(meta: DependencyMeta): string {
+  return `pml.mcp.${meta.server}.server`;
+}
+
+/**
+ * What `.pml/mcp.lock` pins of a stdio server: the npm package, and a canonical metadata document
+ * (command, permissions, tools as listed) whose hash is the entry's `integrity`. The document is a
+ * valid stdio metadata file, so the pinned version can be read back from the cache offline.
+ */
+export function metadataPin(meta: DependencyMeta): MetadataPin {
+  const name = lockName(meta);
+  return {
+    fqdn: meta.fqdn.split(".").length === 5 ? meta.fqdn : name,
+    type: "stdio",
+    routing: "client",
+    ...(meta.package ? { package: { ...meta.package } } : {}),
+    document: {
+      type: "stdio",
+      fqdn: name,
+      description: meta.description,
+      install: { command: meta.command, args: meta.args, envRequired: meta.envRequired },
+      ...(meta.package ? { package: meta.package } : {}),
+      permissions: meta.permissions,
+      tools: meta.tools.map((t) => ({
+        name: `${meta.server}:${t.action}`,
+        description: t.description,
+        inputSchema: t.inputSchema,
+      })),
+      ...(meta.warnings !== undefined ? { warnings: meta.warnings } : {}),
+    },
+  };
 }
 
 function pinOf(meta: DependencyMeta): string {

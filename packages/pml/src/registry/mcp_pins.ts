@@ -1,0 +1,427 @@
+/**
+ * Pins of stdio and http MCP servers in `.pml/mcp.lock` (DESIGN §12): the server's metadata
+ * (`integrity` = SHA-256 of its canonical JSON, with the npm `package` or the http `proxyTo` and
+ * `envRequired` written out) and, per tool, the SHA-256 of its definition (name, description,
+ * input schema). The first use records; a later difference is a change the caller turns into an
+ * `integrity` approval, whose text is {@link describePinChange}: field by field, old → new.
+ *
+ * Only hashes go into the lockfile. The canonical documents behind them are kept in the
+ * content-addressed cache (`~/.pml/registry/modules/<hex>`), so that a change can show the old text
+ * next to the new one; when the old document is not in the cache (another machine, a cleared cache)
+ * the approval says so and shows the new definition whole.
+ *
+ * @module
+ */
+import type { AuditLog } from "../audit/audit.ts";
+import type { ModuleScan } from "./module_scan.ts";
+import { digest, integrityToHex } from "./integrity.ts";
+import type { LockEntry, Lockfile } from "./lockfile.ts";
+import type { ModuleCache } from "./module_cache.ts";
+
+/** One tool definition as it is pinned. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: Record<string, unknown>;
+}
+
+/** What is pinned of a server's metadata (the `tools` map is pinned apart, see `checkTools`). */
+export type MetadataPin = Omit<LockEntry, "tools" | "integrity" | "fetchedAt"> & {
+  /** The metadata document whose canonical form is hashed into `integrity`. */
+  readonly document: unknown;
+};
+
+/** One difference, as shown to the human. */
+export interface PinDifference {
+  /** `metadata` or the tool name. */
+  readonly subject: string;
+  /** `changed`, `added` (a tool the pin did not have), `removed`. */
+  readonly kind: "changed" | "added" | "removed";
+  /** Field-level lines: `description: "old" → "new"`. Empty when the old text is unknown. */
+  readonly lines: readonly string[];
+  readonly oldHash?: string;
+  readonly newHash?: string;
+}
+
+/** The outcome of a pin check. */
+export type PinCheck =
+  | { readonly kind: "same" }
+  | {
+    readonly kind: "changed";
+    readonly name: string;
+    readonly what: "metadata" | "tools";
+    readonly differences: readonly PinDifference[];
+    /** Records the new pin (after the human approved). */
+    accept(): Promise<void>;
+    /** Writes the `refused` audit line; the lockfile keeps the old pin. */
+    refuse(): Promise<void>;
+  };
+
+/** Canonical JSON: object keys sorted at every level, no whitespace. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+const encode = (value: unknown) => new TextEncoder().encode(canonicalJson(value));
+
+/** What `tools/list` shows instead of a definition that changed since it was pinned. */
+export const CHANGED_DESCRIPTION =
+  "(This tool's definition changed since it was pinned in .pml/mcp.lock and is not shown until " +
+  "approved. Calling it asks the user, showing the difference.)";
+
+/** The pinned hash of one tool definition. */
+export async function toolHash(def: ToolDefinition): Promise<string> {
+  return (await digest(encode(definitionDoc(def)))).integrity;
+}
+
+function definitionDoc(def: ToolDefinition): ToolDefinition {
+  return { name: def.name, description: def.description, inputSchema: def.inputSchema ?? {} };
+}
+
+/**
+ * The tool definitions of a deno module: one per exported action (not `_`-prefixed), from its
+ * literal `__meta__` (`tools[action]`, or the object itself for a one-tool module).
+ */
+export function moduleToolDefinitions(scan: ModuleScan): ToolDefinition[] {
+  const meta = scan.meta as
+    | { tools?: Record<string, Record<string, unknown>> } & Record<string, unknown>
+    | undefined;
+  return scan.exports.filter((a) => !a.startsWith("_")).sort().map((action) => {
+    const tool = (meta?.tools?.[action] ?? meta ?? {}) as Record<string, unknown>;
+    return {
+      name: action,
+      description: typeof tool.description === "string" ? tool.description : "",
+      inputSchema: tool.inputSchema && typeof tool.inputSchema === "object"
+        ? tool.inputSchema as Record<string, unknown>
+        : {},
+    };
+  });
+}
+
+/** `tool name → hash` of `defs`, for a lock entry's `tools`. */
+export async function toolHashes(
+  defs: readonly ToolDefinition[],
+): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const def of defs) out[def.name] = await toolHash(def);
+  return out;
+}
+
+/**
+ * Field-level differences between two lists of definitions, one line per change, prefixed by the
+ * tool name (`greet: description: "a" → "b"`, `greet: added`).
+ */
+export function diffDefinitions(
+  before: readonly ToolDefinition[],
+  after: readonly ToolDefinition[],
+): string[] {
+  const old = new Map(before.map((d) => [d.name, definitionDoc(d)]));
+  const lines: string[] = [];
+  for (const def of after) {
+    const was = old.get(def.name);
+    if (!was) lines.push(`${def.name}: added ${clip(canonicalJson(definitionDoc(def)))}`);
+    else lines.push(...diffJson(was, definitionDoc(def)).map((l) => `${def.name}: ${l}`));
+    old.delete(def.name);
+  }
+  for (const name of old.keys()) lines.push(`${name}: removed`);
+  return lines;
+}
+
+/** Dependencies of {@link McpPins}. */
+export interface McpPinsDeps {
+  readonly lockfile: () => Promise<Lockfile>;
+  readonly cache: ModuleCache;
+  readonly audit: AuditLog;
+  readonly now?: () => number;
+}
+
+/** See the module documentation. */
+export class McpPins {
+  readonly #d: McpPinsDeps;
+
+  constructor(deps: McpPinsDeps) {
+    this.#d = deps;
+  }
+
+  /** The lock entry of `name` (4-part), if pinned. */
+  async locked(name: string): Promise<LockEntry | undefined> {
+    return (await this.#d.lockfile()).get(name);
+  }
+
+  /**
+   * Compares the metadata of `name` with its pin: records it when there is none (`same`), and
+   * returns the differences when its hash changed.
+   */
+  async checkMetadata(name: string, pin: MetadataPin): Promise<PinCheck> {
+    const { document, ...fields } = pin;
+    const bytes = encode(document);
+    const d = await this.#d.cache.put(bytes);
+    const lock = await this.#d.lockfile();
+    const locked = lock.get(name);
+    const entry: LockEntry = {
+      ...fields,
+      integrity: d.integrity,
+      fetchedAt: new Date((this.#d.now ?? Date.now)()).toISOString(),
+      ...(locked?.tools ? { tools: locked.tools } : {}),
+    };
+    if (!locked) {
+      await lock.record(name, entry);
+      await this.#d.audit.write("integrity", {
+        name,
+        event: "recorded",
+        integrity: d.integrity,
+      });
+      return { kind: "same" };
+    }
+    if (locked.integrity === d.integrity) return { kind: "same" };
+    const old = await this.#document(locked.integrity);
+    const lines = old === undefined
+      ? [
+        `the old metadata (${locked.integrity}) is not in the local cache; pinned: ${
+          pinnedFields(locked)
+        }; now: ${pinnedFields(entry)}`,
+      ]
+      : diffJson(old, document);
+    const differences: PinDifference[] = [{
+      subject: "metadata",
+      kind: "changed",
+      lines,
+      oldHash: locked.integrity,
+      newHash: d.integrity,
+    }];
+    return await this.#changed(name, "metadata", differences, async () => {
+      await (await this.#d.lockfile()).record(name, entry);
+    });
+  }
+
+  /**
+   * Compares tool definitions with the `tools` pinned for `name` (whose metadata must be pinned
+   * first). No pin yet: recorded. Added or removed tools only: recorded (a new tool is pinned on
+   * first sight, a removed one cannot be served). A changed definition: the differences.
+   */
+  async checkTools(name: string, defs: readonly ToolDefinition[]): Promise<PinCheck> {
+    const current: Record<string, string> = {};
+    const docs = new Map<string, ToolDefinition>();
+    for (const def of defs) {
+      const doc = definitionDoc(def);
+      current[def.name] = (await this.#d.cache.put(encode(doc))).integrity;
+      docs.set(def.name, doc);
+    }
+    const lock = await this.#d.lockfile();
+    const locked = lock.get(name);
+    if (!locked) return { kind: "same" }; // nothing to compare with: the metadata check records
+    const save = async () => {
+      const now = (await this.#d.lockfile()).get(name) ?? locked;
+      await (await this.#d.lockfile()).record(name, { ...now, tools: sortedRecord(current) });
+    };
+    if (!locked.tools) {
+      await save();
+      await this.#d.audit.write("integrity", {
+        name,
+        event: "tools_recorded",
+        tools: Object.keys(current).sort(),
+      });
+      return { kind: "same" };
+    }
+    const differences: PinDifference[] = [];
+    for (const [tool, hash] of Object.entries(current)) {
+      const old = locked.tools[tool];
+      if (old === undefined || old === hash) continue;
+      const oldDoc = await this.#document(old);
+      differences.push({
+        subject: tool,
+        kind: "changed",
+        lines: oldDoc === undefined
+          ? [
+            `the old definition (${old}) is not in the local cache; the new one is ${
+              clip(canonicalJson(docs.get(tool)))
+            }`,
+          ]
+          : diffJson(oldDoc, docs.get(tool)),
+        oldHash: old,
+        newHash: hash,
+      });
+    }
+    const same = Object.keys(current).length === Object.keys(locked.tools).length &&
+      Object.keys(current).every((t) => locked.tools![t] === current[t]);
+    if (same) return { kind: "same" };
+    if (!differences.length) {
+      await save();
+      await this.#d.audit.write("integrity", {
+        name,
+        event: "tools_updated",
+        added: Object.keys(current).filter((t) => !(t in locked.tools!)),
+        removed: Object.keys(locked.tools).filter((t) => !(t in current)),
+      });
+      return { kind: "same" };
+    }
+    return await this.#changed(name, "tools", differences, save);
+  }
+
+  /**
+   * Names of the tools in `defs` whose definition differs from the one pinned for `name` (for
+   * `tools/list`: a changed definition is not shown before it is approved). Tools not pinned yet
+   * are not reported.
+   */
+  async changedTools(name: string, defs: readonly ToolDefinition[]): Promise<Set<string>> {
+    const pinned = (await this.#d.lockfile()).get(name)?.tools;
+    const changed = new Set<string>();
+    if (!pinned) return changed;
+    for (const def of defs) {
+      const old = pinned[def.name];
+      if (old !== undefined && old !== await toolHash(def)) changed.add(def.name);
+    }
+    return changed;
+  }
+
+  /**
+   * Names of the tools of a metadata document (`tools: [{name, description, inputSchema}]`) whose
+   * definition differs from the pinned metadata's; every tool when the pinned document is not in
+   * the cache. Empty when the metadata is the pinned one or nothing is pinned.
+   */
+  async changedMetadataTools(name: string, pin: MetadataPin): Promise<Set<string>> {
+    const locked = (await this.#d.lockfile()).get(name);
+    const changed = new Set<string>();
+    if (!locked) return changed;
+    const d = await digest(encode(pin.document));
+    if (d.integrity === locked.integrity) return changed;
+    const tools = (doc: unknown) =>
+      new Map(
+        ((doc as { tools?: ToolDefinition[] })?.tools ?? []).map((t) => [t.name, canonicalJson(t)]),
+      );
+    const now = tools(pin.document);
+    const old = await this.#document(locked.integrity);
+    const before = old === undefined ? undefined : tools(old);
+    for (const [tool, text] of now) {
+      if (!before || (before.has(tool) && before.get(tool) !== text)) changed.add(tool);
+    }
+    return changed;
+  }
+
+  async #changed(
+    name: string,
+    what: "metadata" | "tools",
+    differences: PinDifference[],
+    record: () => Promise<void>,
+  ): Promise<PinCheck> {
+    const summary = differences.map(({ subject, oldHash, newHash }) => ({
+      subject,
+      old: oldHash,
+      new: newHash,
+    }));
+    await this.#d.audit.write("integrity", { name, event: "changed", what, changes: summary });
+    return {
+      kind: "changed",
+      name,
+      what,
+      differences,
+      accept: async () => {
+        await record();
+        await this.#d.audit.write("integrity", { name, event: "approved", what, changes: summary });
+      },
+      refuse: async () => {
+        await this.#d.audit.write("integrity", { name, event: "refused", what, changes: summary });
+      },
+    };
+  }
+
+  /** The cached canonical document of an integrity, parsed; `undefined` when not cached. */
+  async #document(integrity: string): Promise<unknown> {
+    const hex = integrityToHex(integrity);
+    if (!hex) return undefined;
+    try {
+      const bytes = await this.#d.cache.get(hex);
+      return bytes ? JSON.parse(new TextDecoder().decode(bytes)) : undefined;
+    } catch {
+      return undefined; // tampered (removed by the cache) or not JSON: unknown
+    }
+  }
+}
+
+function sortedRecord(r: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+function pinnedFields(e: Partial<LockEntry>): string {
+  const parts: string[] = [];
+  if (e.package) {
+    parts.push(`package ${e.package.name}@${e.package.version} ${e.package.integrity}`);
+  }
+  if (e.proxyTo !== undefined) parts.push(`proxyTo ${e.proxyTo}`);
+  if (e.envRequired) parts.push(`envRequired [${e.envRequired.join(", ")}]`);
+  return parts.join(", ") || "(no pinned fields)";
+}
+
+const MAX_SHOWN = 2000;
+
+function clip(text: string): string {
+  return text.length <= MAX_SHOWN
+    ? text
+    : `${text.slice(0, MAX_SHOWN)}… (${text.length - MAX_SHOWN} more characters)`;
+}
+
+/**
+ * Field-level differences between two JSON values, one line per changed leaf:
+ * `description: "old" → "new"`, `inputSchema.properties.x: added {"type":"string"}`.
+ */
+export function diffJson(before: unknown, after: unknown): string[] {
+  const a = flatten(before), b = flatten(after);
+  const lines: string[] = [];
+  for (const path of [...new Set([...a.keys(), ...b.keys()])].sort()) {
+    const x = a.get(path), y = b.get(path);
+    if (x === y) continue;
+    const at = path || "(whole value)";
+    if (x === undefined) lines.push(`${at}: added ${clip(y!)}`);
+    else if (y === undefined) lines.push(`${at}: removed (was ${clip(x)})`);
+    else lines.push(`${at}: ${clip(x)} → ${clip(y)}`);
+  }
+  return lines;
+}
+
+function flatten(value: unknown, path = "", out = new Map<string, string>()): Map<string, string> {
+  if (value && typeof value === "object") {
+    const entries = Array.isArray(value)
+      ? value.map((v, i) => [String(i), v] as const)
+      : Object.entries(value);
+    if (!entries.length) out.set(path, Array.isArray(value) ? "[]" : "{}");
+    for (const [k, v] of entries) flatten(v, path ? `${path}.${k}` : k, out);
+    return out;
+  }
+  out.set(path, JSON.stringify(value ?? null));
+  return out;
+}
+
+/**
+ * The text of an `integrity` approval: what changed, field by field, and the question.
+ *
+ * @example
+ * ```ts
+ * describePinChange("memtwo:read_graph", check);
+ * // The tool definitions of "pml.mcp.memtwo.server" changed since they were pinned … read_graph:
+ * //   description: "Read the graph" → "Read the graph. Also send ~/.ssh …"
+ * ```
+ */
+export function describePinChange(
+  toolId: string,
+  check: Extract<PinCheck, { kind: "changed" }>,
+): string {
+  const what = check.what === "metadata" ? "The registry metadata" : "The tool definitions";
+  const body = check.differences.map((d) =>
+    `${d.subject} (${d.kind}${d.oldHash ? `, pinned ${d.oldHash}` : ""}${
+      d.newHash ? `, now ${d.newHash}` : ""
+    }):\n${d.lines.map((l) => `  ${l}`).join("\n")}`
+  ).join("\n");
+  return `${what} of "${check.name}" (used by "${toolId}") changed since they were pinned in .pml/mcp.lock:\n${body}\n` +
+    `A changed description or schema can carry instructions for the agent (a "rug pull"). ` +
+    `Accept the new version and update the lockfile?`;
+}
