@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { median, row, treeRssKb } from "./_stats.ts";
+import { figure, fmtMs, median, ratio, row, treeRssKb } from "./_stats.ts";
 
 const ROOT = join(import.meta.dirname!, "..");
 const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-bench-" }));
@@ -81,6 +81,14 @@ for (let i = 0; i < 7; i++) {
 }
 console.log(row("spawn → first tools/list: pml stdio", startup.pml, startup.direct));
 console.log(row("spawn → first tools/list: server-filesystem", startup.direct));
+figure({
+  id: "4-cold",
+  what: "cold spawn of `pml stdio` → first `tools/list`",
+  now: `${fmtMs(median(startup.pml))} (server-filesystem: ${fmtMs(median(startup.direct))})`,
+  target: "< 150 ms",
+  met: median(startup.pml) < 150,
+  bench: "stdio",
+});
 
 const pml = await connect("pml");
 const direct = await connect("direct");
@@ -93,6 +101,15 @@ for (let round = 0; round < 10; round++) {
 }
 console.log(row("read_file 4 KiB: pml stdio", lat.pml, lat.direct));
 console.log(row("read_file 4 KiB: server-filesystem direct", lat.direct));
+figure({
+  id: "0-read-file",
+  what: "`filesystem:read_file` 4 KiB through `pml stdio` vs server-filesystem direct",
+  now: `${ratio(median(lat.pml), median(lat.direct))} (${fmtMs(median(lat.pml))} vs ${
+    fmtMs(median(lat.direct))
+  })`,
+  target: "(anchor)",
+  bench: "stdio",
+});
 console.log(
   `median overhead of pml: ${((median(lat.pml) - median(lat.direct)) * 1000).toFixed(0)} µs`,
 );
@@ -109,6 +126,16 @@ console.log(
     (afterKb / 1024).toFixed(1)
   } MB (server-filesystem alone: ${(directKb / 1024).toFixed(1)} MB)`,
 );
+const idleMb = idleKb / 1024;
+const growthMb = (afterKb - idleKb) / 1024;
+figure({
+  id: "5-rss",
+  what: "resident memory of `pml stdio` + warm sandboxes, idle and after 10,000 calls",
+  now: `${idleMb.toFixed(1)} MB idle, ${growthMb >= 0 ? "+" : ""}${growthMb.toFixed(1)} MB after`,
+  target: "≤ 100 MB, flat (≤ +5 MB)",
+  met: idleMb <= 100 && growthMb <= 5,
+  bench: "stdio",
+});
 // shell:exec round trip: `true` run without a shell (args given) vs the same spawn done directly.
 const shellCall = async () => {
   const r = await pml.client.callTool({
