@@ -89,6 +89,6 @@ function withFigures(readme: string, rows: Figure[]): string {
   const ran = new Set(rows.map((f) => f.bench));
   const kept = (old ? JSON.parse(old) as Figure[] : []).filter((f) => !ran.has(f.bench));
   const all = [...kept, ...rows].sort((a, b) => a.id.localeCompare(b.id));
-  const block = `${begin}\n${markdownTable(all)}\n\n<!-- figures ${JSON.stringify(all)} -->\n`;
+  const block = `${begin}\n\n${markdownTable(all)}\n\n<!-- figures ${JSON.stringify(all)} -->\n`;
   return readme.slice(0, from) + block + readme.slice(to);
 }

@@ -1,12 +1,12 @@
 /**
- * Size of the published form of `@casys/pml` (what `deno task size` prints), as a figure of the
- * summary table. Also what a minified `deno bundle` of the client's entry (npm packages external)
- * weighs gzipped: the candidate published form, not yet shipped (see docs/speed.md).
+ * Size of the published form of `@casys/pml` (what `deno task size` prints), and of its bundled form
+ * (`deno task bundle`: `pml.js` and the sandbox entries, minified, npm packages external), each as
+ * a gzipped tarball, as figures of the summary table.
  *
  *   deno task bench size
  */
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
+import { bundle } from "../packages/pml/scripts/bundle.ts";
 import { publishedSize } from "../packages/pml/scripts/size.ts";
 import { figure } from "./_stats.ts";
 
@@ -19,50 +19,34 @@ console.log(
 );
 figure({
   id: "3-size",
-  what: "published client package, gzipped (`deno task size`)",
+  what: "published client package (sources), gzipped (`deno task size`)",
   now: `${kib.toFixed(1)} KiB (${size.files} files)`,
   target: "< 50 KB",
   met: size.gzBytes < 50_000,
   bench: "size",
 });
 
-// The candidate: `deno bundle` of packages/pml/main.ts, minified, with the npm packages external.
-// The sandbox entries and std modules it spawns are separate files and are not counted here.
-const out = Deno.makeTempDirSync({ prefix: "pml-bundle-" });
-const bundle = await new Deno.Command(Deno.execPath(), {
-  args: [
-    "bundle",
-    "--quiet",
-    "--platform=deno",
-    "--minify",
-    "--packages=external",
-    ...["@modelcontextprotocol/sdk/*", "zod", "@babel/parser", "npm:*"].map((e) =>
-      `--external=${e}`
-    ),
-    "-o",
-    join(out, "pml.js"),
-    join(import.meta.dirname!, "..", "packages", "pml", "main.ts"),
-  ],
-  stdout: "null",
-  stderr: "piped",
-}).output();
-if (bundle.success) {
-  const js = Deno.readFileSync(join(out, "pml.js"));
-  const gz = gzipSync(js, { level: 9 }).length;
+const pkg = join(import.meta.dirname!, "..", "packages", "pml");
+const out = Deno.makeTempDirSync({ dir: pkg, prefix: ".bundle-size-" });
+try {
+  await bundle(out);
+  const tar = await new Deno.Command("tar", { args: ["-czf", "-", "."], cwd: out, stdout: "piped" })
+    .output();
+  const gz = tar.stdout.length;
+  const js = Deno.statSync(join(out, "pml.js")).size;
   console.log(
-    `deno bundle of main.ts (minified, npm external): ${(js.length / 1024).toFixed(1)} KiB, ${
+    `bundled form: pml.js ${(js / 1024).toFixed(1)} KiB + sandbox entries, ${
       (gz / 1024).toFixed(1)
     } KiB gzipped`,
   );
   figure({
     id: "3b-bundle",
-    what: "candidate bundled form: minified `deno bundle` of the client's `main.ts`, gzipped",
-    now: `${(gz / 1024).toFixed(1)} KiB (sandbox entries and std modules not counted)`,
+    what: "bundled client (`deno task bundle`: `pml.js` + sandbox entries), gzipped",
+    now: `${(gz / 1024).toFixed(1)} KiB`,
     target: "< 50 KB",
     met: gz < 50_000,
     bench: "size",
   });
-} else {
-  console.log(`deno bundle failed: ${new TextDecoder().decode(bundle.stderr)}`);
+} finally {
+  Deno.removeSync(out, { recursive: true });
 }
-Deno.removeSync(out, { recursive: true });

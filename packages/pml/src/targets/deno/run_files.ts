@@ -14,8 +14,7 @@ import { writeFileAtomic } from "../../config/write_json.ts";
 import type { LoadedModule } from "../../registry/loader.ts";
 import { sandboxEntry } from "../../paths.ts";
 
-const RUNNER_URL =
-  pathToFileURL(sandboxEntry("_runner")).href;
+const RUNNER_URL = pathToFileURL(sandboxEntry("_runner")).href;
 
 /** Where the run files of `module` (served as namespace `ns`) live and what they contain. */
 export function runFiles(
