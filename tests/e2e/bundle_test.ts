@@ -70,11 +70,17 @@ Deno.test("bundled form: pml stdio serves std tools and pml:execute from the bun
       assert(!exec.isError, textOf(exec));
       assert(textOf(exec).includes("15"), textOf(exec));
 
-      // The sandboxes are the bundled entries, not the sources beside them.
-      const commands = treeCommands(transport.pid!).join("\n");
-      assert(commands.includes(join(out, "sandbox", "std_entry.js")), commands);
-      assert(commands.includes(join(out, "sandbox", "exec_entry.js")), commands);
-      assert(!commands.includes("std_entry.ts"), commands);
+      // The sandboxes are the bundled entries, not the sources beside them. An execution sandbox
+      // ends with its run; the pool starts the next one in the background: wait for it.
+      const want = [join(out, "sandbox", "std_entry.js"), join(out, "sandbox", "exec_entry.js")];
+      let commands = "";
+      for (let i = 0; i < 200; i++) {
+        commands = treeCommands(transport.pid!).join("\n");
+        if (want.every((w) => commands.includes(w))) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      for (const w of want) assert(commands.includes(w), `${w} not running:\n${commands}`);
+      assert(!/_entry\.ts/.test(commands), commands);
     } finally {
       await client.close();
     }
