@@ -39,3 +39,32 @@ export function treeRssKb(pid: number): number {
   }
   return total;
 }
+
+/** One row of the table `deno task bench` prints at the end (and writes into the README). */
+export interface Figure {
+  /** Stable key; the table is sorted by it. */
+  readonly id: string;
+  /** What is measured. */
+  readonly what: string;
+  /** The measured figure, with its anchor (the baseline of the same run) when there is one. */
+  readonly now: string;
+  /** The target, in words ("≤ 1.3×"). */
+  readonly target: string;
+  /** Whether `now` meets `target` (absent for an anchor row, which has no target). */
+  readonly met?: boolean;
+  /** The bench that measures it (`deno task bench <bench>`). */
+  readonly bench: string;
+}
+
+/** The prefix of a figure line on a bench's stdout; `bench/main.ts` collects these lines. */
+export const FIGURE_PREFIX = "::figure:: ";
+
+/** Reports a figure of the summary table (one line on stdout, read by `bench/main.ts`). */
+export function figure(f: Figure): void {
+  console.log(FIGURE_PREFIX + JSON.stringify(f));
+}
+
+/** `a / b` as a ratio with two decimals ("1.23×"). */
+export function ratio(a: number, b: number): string {
+  return `${(a / b).toFixed(2)}×`;
+}

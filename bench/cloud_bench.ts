@@ -20,7 +20,7 @@ import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
 import { startCloud } from "../tests/e2e/_cloud.ts";
 import { spawnServe } from "../tests/e2e/_serve.ts";
 import { connectStdio } from "../tests/e2e/_spawn.ts";
-import { median, row } from "./_stats.ts";
+import { figure, fmtMs, median, ratio, row } from "./_stats.ts";
 
 const ROUNDS = 300;
 const CLIENTS = 64;
@@ -87,6 +87,14 @@ console.log(`json:parse, ${ROUNDS} sequential calls (cloud saw ${reached} tools/
 console.log(row("direct SDK client → pml-server /mcp", base));
 console.log(row("pml stdio → CloudTarget → pml-server", pml, base));
 console.log(`  added by pml: ${(median(pml) - median(base)).toFixed(2)} ms per call`);
+figure({
+  id: "2-cloud",
+  what: "cloud `json:parse` through `pml stdio` vs an SDK client calling `pml-server` directly",
+  now: `${ratio(median(pml), median(base))} (${fmtMs(median(pml))} vs ${fmtMs(median(base))})`,
+  target: "≤ 1.3×",
+  met: median(pml) <= 1.3 * median(base),
+  bench: "cloud",
+});
 
 // 3. pml:execute of server-only code: the package sends it to the server, which runs it in its
 //    sandbox (one round trip), against the same three calls made one by one through pml stdio.
@@ -118,6 +126,16 @@ for (let i = 0; i < 40; i++) {
 console.log(`\npml:execute of server-only code (json, math, text), through pml stdio`);
 console.log(row("3 calls one by one (3 cloud round trips)", callSamples));
 console.log(row("pml:execute, run on the server", execSamples, callSamples));
+figure({
+  id: "2b-cloud-execute",
+  what: "`pml:execute` of 3 server tools vs the same 3 calls through `pml stdio`",
+  now: `${ratio(median(execSamples), median(callSamples))} (${fmtMs(median(execSamples))} vs ${
+    fmtMs(median(callSamples))
+  })`,
+  target: "≤ 1.0×",
+  met: median(execSamples) <= median(callSamples),
+  bench: "cloud",
+});
 
 await using serve = await spawnServe(ws, env);
 const sessions = await Promise.all(Array.from({ length: CLIENTS }, () => httpClient(serve.url)));
@@ -144,5 +162,16 @@ console.log(
     (cloudVia / cloudDirect).toFixed(2)
   }× of direct`,
 );
+figure({
+  id: "6b-serve-throughput",
+  what:
+    `cloud \`json:parse\`, ${CLIENTS} sessions through \`pml serve\` vs direct to \`pml-server\``,
+  now: `${ratio(cloudVia, cloudDirect)} (${cloudVia.toFixed(0)} vs ${
+    cloudDirect.toFixed(0)
+  } calls/s)`,
+  target: "≥ 0.9×",
+  met: cloudVia >= 0.9 * cloudDirect,
+  bench: "cloud",
+});
 await Promise.all([...sessions, ...directs, direct].map((c) => c.close()));
 await emptyRegistry.shutdown();

@@ -19,7 +19,7 @@ import { createMcpServer } from "../packages/pml/src/gateway/mcp_server.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { InMemoryTransport } from "../packages/pml/src/sdk/in_memory.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { median, row } from "./_stats.ts";
+import { figure, median, ratio, row } from "./_stats.ts";
 
 const SEQUENTIAL = 1000;
 const CONCURRENCY = 64;
@@ -197,6 +197,14 @@ console.log(
   } calls/s, direct ${tputDirect.toFixed(0)} calls/s` +
     `, ratio ${(tputPml / tputDirect).toFixed(2)}× (target ≥ 0.8×)`,
 );
+figure({
+  id: "6-throughput",
+  what: `${CONCURRENCY}-way throughput through a stdio dependency (memory:read_graph) vs direct`,
+  now: `${ratio(tputPml, tputDirect)} (${tputPml.toFixed(0)} vs ${tputDirect.toFixed(0)} calls/s)`,
+  target: "≥ 0.9×",
+  met: tputPml >= 0.9 * tputDirect,
+  bench: "deps",
+});
 console.log(`  ${row("cold start under Deno (spawn → tools/list)", coldDeno, coldNode)}`);
 console.log(`  ${row("cold start node <bin>", coldNode)}`);
 console.log(`  ${row("cold start npx --offline", coldNpx, coldNode)}`);

@@ -27,7 +27,7 @@ import { execSandboxSpec } from "../packages/pml/src/execute/mod.ts";
 import { ExecSandboxPool } from "../packages/pml/src/execute/warm_pool.ts";
 import type { Client } from "../packages/pml/src/sdk/client.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../packages/pml/src/testing/workspace.ts";
-import { median, row } from "./_stats.ts";
+import { figure, fmtMs, median, ratio, row } from "./_stats.ts";
 
 const ROUNDS = 40;
 const WARMUP_ROUNDS = 3;
@@ -151,3 +151,13 @@ console.log(
     gain >= 0 ? "faster" : "slower"
   } than the 3 direct calls`,
 );
+figure({
+  id: "1-execute",
+  what: "`pml:execute` of 3 local `read_file` vs the same 3 calls through `pml stdio`",
+  now: `${ratio(median(stdio[1]), median(stdio[0]))} (${fmtMs(median(stdio[1]))} vs ${
+    fmtMs(median(stdio[0]))
+  })`,
+  target: "≤ 1.0×",
+  met: median(stdio[1]) <= median(stdio[0]),
+  bench: "execute",
+});

@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import { forEachLine } from "../packages/pml/src/sandbox/_lines.ts";
+import { figure } from "./_stats.ts";
 
 const MB = Number(Deno.args[0] ?? 100);
 const root = join(import.meta.dirname!, "..");
@@ -72,3 +73,10 @@ console.log(
 console.log(`  idle before          ${idle.toFixed(0)} MB (baseline)`);
 console.log(`  0.5 s after result   ${fmt(after)}`);
 console.log(`  3.5 s after result   ${fmt(later)}`);
+figure({
+  id: "8-large-result",
+  what: "resident memory of `pml stdio` 3.5 s after one 100 MB `pml:execute` result",
+  now: `${later.toFixed(0)} MB (idle before: ${idle.toFixed(0)} MB)`,
+  target: "(anchor)",
+  bench: "large_result",
+});

@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url";
 import { createApiKey, createApp, loadRoutingTable, SqliteStore } from "../packages/server/mod.ts";
 import { loadConfig } from "../packages/pml/src/config/config.ts";
 import { createGateway } from "../packages/pml/src/gateway/create_gateway.ts";
+import { figure } from "./_stats.ts";
 
 const COLD = 6;
 const WARM = 200;
@@ -111,3 +112,10 @@ console.log(
     (c / w).toFixed(1)
   }x warm`,
 );
+figure({
+  id: "9-registry",
+  what: "registry capability call (`calc:sum`), warm and first fetch",
+  now: `${ms(w)} warm, ${ms(c)} first fetch`,
+  target: "(anchor)",
+  bench: "registry",
+});

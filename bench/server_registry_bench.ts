@@ -18,6 +18,7 @@ import { seedRegistry } from "../packages/server/src/registry/seed.ts";
 import { PostgresStore } from "../packages/server/src/store/postgres_store.ts";
 import { SqliteStore } from "../packages/server/src/store/sqlite_store.ts";
 import type { Store } from "../packages/server/src/store/store.ts";
+import { figure } from "./_stats.ts";
 
 const CONCURRENCY = 64;
 const SECONDS = 1.5;
@@ -127,6 +128,15 @@ async function benchStore(label: string, store: Store): Promise<void> {
         } req/s, bare Deno.serve ` +
           `${b.toFixed(0).padStart(6)} req/s, ratio ${(a / b).toFixed(2)} (target >= 0.50)`,
       );
+      figure({
+        id: `9b-server-registry-${label}-${status}`,
+        what:
+          `registry \`GET /mcp/{fqdn}\` (${label}, ${status}), 64 connections, vs bare \`Deno.serve\``,
+        now: `${(a / b).toFixed(2)}× (${a.toFixed(0)} vs ${b.toFixed(0)} req/s)`,
+        target: "≥ 0.5×",
+        met: a >= 0.5 * b,
+        bench: "server_registry",
+      });
     }
   } finally {
     await appServer.shutdown();

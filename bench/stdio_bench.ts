@@ -8,9 +8,10 @@
  *   deno run -A bench/stdio_bench.ts
  */
 import { join } from "node:path";
+import { bundle } from "../packages/pml/scripts/bundle.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { median, row, treeRssKb } from "./_stats.ts";
+import { figure, fmtMs, median, ratio, row, treeRssKb } from "./_stats.ts";
 
 const ROOT = join(import.meta.dirname!, "..");
 const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-bench-" }));
@@ -21,12 +22,31 @@ Deno.writeTextFileSync(
   join(ws, ".pml.json"),
   JSON.stringify({ permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] } }),
 );
+// The bundled form (`deno task bundle`), started with the flags `bin/pml` gives the sources.
+const bundleDir = Deno.makeTempDirSync({ dir: join(ROOT, "packages", "pml"), prefix: ".bundle-" });
+await bundle(bundleDir);
 const env = { PATH: Deno.env.get("PATH") ?? "", HOME: join(ws, "home"), PML_WORKSPACE: ws };
 
 const servers = {
   pml: {
     command: join(ROOT, "bin", "pml"),
     args: ["stdio"],
+    tool: "filesystem__read_file",
+    path: "file4k.txt",
+  },
+  bundled: {
+    command: Deno.execPath(),
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      "--no-lock",
+      "--v8-flags=--max-semi-space-size=1,--optimize-for-size,--expose-gc",
+      "--config",
+      join(ROOT, "deno.json"),
+      join(bundleDir, "pml.js"),
+      "stdio",
+    ],
     tool: "filesystem__read_file",
     path: "file4k.txt",
   },
@@ -71,28 +91,54 @@ async function timeCalls(call: () => Promise<void>, n: number): Promise<number[]
 }
 
 console.log("# pml stdio vs @modelcontextprotocol/server-filesystem (direct), read_file 4 KiB");
-const startup: Record<Name, number[]> = { pml: [], direct: [] };
+const startup: Record<Name, number[]> = { pml: [], bundled: [], direct: [] };
 for (let i = 0; i < 7; i++) {
-  for (const name of ["pml", "direct"] as const) {
+  for (const name of ["pml", "bundled", "direct"] as const) {
     const c = await connect(name);
     startup[name].push(c.startupMs);
     await c.client.close();
   }
 }
 console.log(row("spawn → first tools/list: pml stdio", startup.pml, startup.direct));
+console.log(row("spawn → first tools/list: pml.js (bundled)", startup.bundled, startup.direct));
 console.log(row("spawn → first tools/list: server-filesystem", startup.direct));
+figure({
+  id: "4-cold",
+  what: "cold spawn of `pml stdio` → first `tools/list`",
+  now: `${fmtMs(median(startup.pml))} (server-filesystem: ${fmtMs(median(startup.direct))})`,
+  target: "< 150 ms",
+  met: median(startup.pml) < 150,
+  bench: "stdio",
+});
+figure({
+  id: "4b-cold-bundled",
+  what: "cold spawn of the bundled `pml.js stdio` → first `tools/list`",
+  now: `${fmtMs(median(startup.bundled))} (server-filesystem: ${fmtMs(median(startup.direct))})`,
+  target: "< 150 ms",
+  met: median(startup.bundled) < 150,
+  bench: "stdio",
+});
 
 const pml = await connect("pml");
 const direct = await connect("direct");
 await timeCalls(pml.call, 300);
 await timeCalls(direct.call, 300);
-const lat: Record<Name, number[]> = { pml: [], direct: [] };
+const lat: Record<"pml" | "direct", number[]> = { pml: [], direct: [] };
 for (let round = 0; round < 10; round++) {
   lat.pml.push(...await timeCalls(pml.call, 200));
   lat.direct.push(...await timeCalls(direct.call, 200));
 }
 console.log(row("read_file 4 KiB: pml stdio", lat.pml, lat.direct));
 console.log(row("read_file 4 KiB: server-filesystem direct", lat.direct));
+figure({
+  id: "0-read-file",
+  what: "`filesystem:read_file` 4 KiB through `pml stdio` vs server-filesystem direct",
+  now: `${ratio(median(lat.pml), median(lat.direct))} (${fmtMs(median(lat.pml))} vs ${
+    fmtMs(median(lat.direct))
+  })`,
+  target: "(anchor)",
+  bench: "stdio",
+});
 console.log(
   `median overhead of pml: ${((median(lat.pml) - median(lat.direct)) * 1000).toFixed(0)} µs`,
 );
@@ -109,6 +155,16 @@ console.log(
     (afterKb / 1024).toFixed(1)
   } MB (server-filesystem alone: ${(directKb / 1024).toFixed(1)} MB)`,
 );
+const idleMb = idleKb / 1024;
+const growthMb = (afterKb - idleKb) / 1024;
+figure({
+  id: "5-rss",
+  what: "resident memory of `pml stdio` + warm sandboxes, idle and after 10,000 calls",
+  now: `${idleMb.toFixed(1)} MB idle, ${growthMb >= 0 ? "+" : ""}${growthMb.toFixed(1)} MB after`,
+  target: "≤ 100 MB, flat (≤ +5 MB)",
+  met: idleMb <= 100 && growthMb <= 5,
+  bench: "stdio",
+});
 // shell:exec round trip: `true` run without a shell (args given) vs the same spawn done directly.
 const shellCall = async () => {
   const r = await pml.client.callTool({
@@ -135,3 +191,4 @@ console.log(row("spawn `true` directly (Deno.Command)", spawnLat));
 await pml.client.close();
 await direct.client.close();
 await Deno.remove(ws, { recursive: true });
+await Deno.remove(bundleDir, { recursive: true });

@@ -1,7 +1,7 @@
-import { join } from "node:path";
 import { SandboxProcess, type SandboxSpec } from "../sandbox/sandbox_process.ts";
+import { sandboxEntry } from "../paths.ts";
 
-const EXEC_ENTRY = join(import.meta.dirname!, "..", "sandbox", "exec_entry.ts");
+const EXEC_ENTRY = sandboxEntry("exec_entry");
 
 /**
  * The `pml:execute` sandbox as data: no read, write, net or run grant, an empty environment, and

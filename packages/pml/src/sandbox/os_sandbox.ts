@@ -11,6 +11,7 @@
  * @module
  */
 import { existsSync } from "node:fs";
+import { PML_ROOT } from "../paths.ts";
 import { dirname, join } from "node:path";
 
 /** What one sandbox may see of the machine. */
@@ -42,7 +43,6 @@ export const SANDBOX_HOME = "/tmp/home";
 export const SANDBOX_DENO_DIR = "/tmp/deno";
 
 /** PML's own code (the package folder and the std modules), bound read-only. */
-const PML_ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
 const PML_CODE = [join(PML_ROOT, "packages", "pml"), join(PML_ROOT, "registry")];
 
 /**

@@ -12,9 +12,9 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { writeFileAtomic } from "../../config/write_json.ts";
 import type { LoadedModule } from "../../registry/loader.ts";
+import { sandboxEntry } from "../../paths.ts";
 
-const RUNNER_URL =
-  pathToFileURL(join(import.meta.dirname!, "..", "..", "sandbox", "_runner.ts")).href;
+const RUNNER_URL = pathToFileURL(sandboxEntry("_runner")).href;
 
 /** Where the run files of `module` (served as namespace `ns`) live and what they contain. */
 export function runFiles(

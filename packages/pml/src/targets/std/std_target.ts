@@ -11,6 +11,7 @@ import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.
 import { controlFilePaths } from "../../config/control_files.ts";
 import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
+import { sandboxEntry } from "../../paths.ts";
 import {
   type CallContext,
   errorResult,
@@ -32,7 +33,7 @@ interface StdToolMeta {
 /** The built-in std modules, by namespace (the same files the registry serves). */
 export const STD_MODULES = { filesystem, shell } as const;
 
-const ENTRY = join(import.meta.dirname!, "..", "..", "sandbox", "std_entry.ts");
+const ENTRY = sandboxEntry("std_entry");
 const DEFAULT_TIMEOUT_MS = 120_000;
 /** What a command past its own `timeout_ms` gets before its sandbox is killed. */
 const SHELL_TIMEOUT_MARGIN_MS = 10_000;

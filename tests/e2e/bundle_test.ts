@@ -1,0 +1,102 @@
+/**
+ * The bundled form of the client (`packages/pml/scripts/bundle.ts`), spawned as an MCP client
+ * would run it: `pml stdio` from `pml.js`, its std and execution sandboxes from the bundled entries.
+ */
+import { join, resolve } from "node:path";
+import { bundle } from "../../packages/pml/scripts/bundle.ts";
+import { liveProcesses } from "../../packages/pml/src/procfs.ts";
+import { Client } from "../../packages/pml/src/sdk/client.ts";
+import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
+import { assert, assertEquals, assertRejects } from "../../packages/pml/src/testing/assert.ts";
+import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
+import { pmlEnv } from "./_spawn.ts";
+
+const ROOT = resolve(import.meta.dirname!, "..", "..");
+const PKG = join(ROOT, "packages", "pml");
+
+/** Command lines of `pid` and all its descendants. */
+function treeCommands(pid: number): string[] {
+  const procs = liveProcesses();
+  const out: string[] = [];
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop()!;
+    try {
+      out.push(Deno.readTextFileSync(`/proc/${p}/cmdline`).replaceAll("\0", " "));
+    } catch { /* gone */ }
+    stack.push(...procs.filter((c) => c.ppid === p).map((c) => c.pid));
+  }
+  return out;
+}
+
+Deno.test("bundled form: pml stdio serves std tools and pml:execute from the bundle's own sandboxes", async () => {
+  const out = Deno.makeTempDirSync({ dir: PKG, prefix: ".bundle-test-" });
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  try {
+    await bundle(out);
+    ws.write("a.txt", "from the bundle");
+    const transport = new StdioClientTransport({
+      command: Deno.execPath(),
+      args: [
+        "run",
+        "--allow-all",
+        "--quiet",
+        "--no-lock",
+        "--config",
+        join(ROOT, "deno.json"),
+        join(out, "pml.js"),
+        "stdio",
+      ],
+      cwd: ws.dir,
+      env: { ...pmlEnv(ws), DENO_NO_UPDATE_CHECK: "1" },
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "bundle-test", version: "1" });
+    await client.connect(transport);
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert(names.includes("filesystem__read_file"), names.join(", "));
+      assert(names.includes("pml__execute"), names.join(", "));
+
+      const read = await client.callTool({
+        name: "filesystem__read_file",
+        arguments: { path: "a.txt" },
+      });
+      assertEquals(textOf(read), "from the bundle");
+      const exec = await client.callTool({
+        name: "pml__execute",
+        arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
+      });
+      assert(!exec.isError, textOf(exec));
+      assert(textOf(exec).includes("15"), textOf(exec));
+
+      // The sandboxes are the bundled entries, not the sources beside them. An execution sandbox
+      // ends with its run; the pool starts the next one in the background: wait for it.
+      const want = [join(out, "sandbox", "std_entry.js"), join(out, "sandbox", "exec_entry.js")];
+      let commands = "";
+      for (let i = 0; i < 200; i++) {
+        commands = treeCommands(transport.pid!).join("\n");
+        if (want.every((w) => commands.includes(w))) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      for (const w of want) assert(commands.includes(w), `${w} not running:\n${commands}`);
+      assert(!/_entry\.ts/.test(commands), commands);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    Deno.removeSync(out, { recursive: true });
+  }
+});
+
+Deno.test("bundle: an output folder at another depth is refused before anything is written", async () => {
+  const elsewhere = Deno.makeTempDirSync({ prefix: "pml-bundle-elsewhere-" });
+  try {
+    const target = join(elsewhere, "dist");
+    await assertRejects(() => bundle(target), Error, "directly inside packages/pml");
+    assertEquals([...Deno.readDirSync(elsewhere)].length, 0);
+    await assertRejects(() => bundle(join(PKG, "src")), Error, "directly inside packages/pml");
+  } finally {
+    Deno.removeSync(elsewhere, { recursive: true });
+  }
+});
