@@ -27,7 +27,7 @@ function workspace() {
       sampler: {
         type: "stdio",
         install: { command: "node", args: [FIXTURE] },
-        permissions: { read: [ROOT] },
+        permissions: { read: [ROOT, Deno.realPathSync(join(ROOT, "node_modules"))] },
         tools: [{ name: "sampler:ask", inputSchema: { type: "object" } }],
       },
     },

@@ -26,7 +26,7 @@ function workspace(
         type: "stdio",
         install: { command: "node", args: [FIXTURE] },
         // The fixture and the SDK it imports, read-only.
-        permissions: { read: [ROOT] },
+        permissions: { read: [ROOT, Deno.realPathSync(join(ROOT, "node_modules"))] },
         tools: [{ name: "sampler:ask", inputSchema: { type: "object" } }],
         allowedToolPatterns: ["filesystem:read_file"],
       },
