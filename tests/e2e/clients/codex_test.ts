@@ -88,12 +88,20 @@ function codexConfig(
   ].join("\n") + "\n";
 }
 
+/**
+ * Codex starts its first turn without a server that is not ready yet: the first `pml` of an
+ * installation compiles PML's sources (into the installation's cache, see bin/pml), which on a busy
+ * machine takes longer than Codex waits. Done once, as `npm ci && bin/pml …` would on a user's.
+ */
+let warmed: Promise<unknown> | undefined;
+
 async function runCodex(
   ws: { dir: string; home: string },
   api: ResponsesApi,
   trap: EgressTrap,
   opts: { mode?: Mode; server?: Server | null } = {},
 ) {
+  await (warmed ??= new Deno.Command(PML_BIN, { args: ["--version"], stdout: "null" }).output());
   const codexHome = join(ws.home, "codex");
   Deno.mkdirSync(codexHome, { recursive: true });
   Deno.writeTextFileSync(
