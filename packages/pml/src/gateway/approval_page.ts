@@ -177,7 +177,8 @@ fetch("/version",{credentials:"same-origin"}).then(function(r){return r.text()})
       headers: {
         "content-type": "text/html; charset=utf-8",
         "cache-control": "no-store",
-        "referrer-policy": "no-referrer",
+        // Not no-referrer: with it, Chromium sends `Origin: null` on the page's own form posts.
+        "referrer-policy": "same-origin",
         "x-frame-options": "DENY",
         "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; ` +
           `script-src 'nonce-${nonce}'; connect-src 'self'; form-action 'self'; ` +
