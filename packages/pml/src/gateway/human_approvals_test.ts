@@ -4,10 +4,9 @@
  * approval_page_test.ts); pending approvals survive a restart. Through an SDK client in memory.
  */
 import { join } from "node:path";
-import { runCli } from "../cli/run.ts";
-import type { CliIo } from "../cli/io.ts";
+import { pml } from "../testing/cli.ts";
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../testing/assert.ts";
-import { gatewayFor, type TempWorkspace, tempWorkspace, textOf } from "../testing/workspace.ts";
+import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
 
 const PERMS = {
   permissions: {
@@ -16,22 +15,6 @@ const PERMS = {
     deny: [],
   },
 };
-
-/** Runs the `pml` CLI in `ws` as a terminal in the workspace would. */
-export async function pml(ws: TempWorkspace, ...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const io: CliIo = {
-    env: { PML_WORKSPACE: ws.dir, HOME: ws.home, PML_HOME: join(ws.home, ".pml") },
-    cwd: ws.dir,
-    home: ws.home,
-    stdout: (t) => (stdout += t),
-    stderr: (t) => (stderr += t),
-    isTerminal: false,
-  };
-  const code = await runCli(argv, io);
-  return { code, stdout, stderr };
-}
 
 function structured(r: unknown): Record<string, unknown> {
   return (r as { structuredContent: Record<string, unknown> }).structuredContent;
