@@ -240,6 +240,7 @@ Deno.test("gemini -p: the model gets every pml tool as mcp_pml_<name> with pml's
 Deno.test("gemini -p: an ask write answers approval_required (Gemini declares no elicitation), the model continues it; pml:execute with two local tools", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
+    approvals: "agent",
     permissions: {
       allow: ["filesystem:read_file", "filesystem:list_directory", "pml"],
       ask: ["filesystem:write_file"],
