@@ -28,9 +28,17 @@ export class ApprovalPage {
   /** session cookie → form (CSRF) token */
   readonly #sessions = new Map<string, string>();
 
-  constructor(store: ApprovalStore, workspace: string) {
+  readonly #why: (approval: StoredApproval) => string;
+
+  /** `why` names the rule that asked (shown after the question). */
+  constructor(
+    store: ApprovalStore,
+    workspace: string,
+    why: (approval: StoredApproval) => string = () => "",
+  ) {
     this.#store = store;
     this.#workspace = workspace;
+    this.#why = why;
   }
 
   /** A fresh one-time link to the page (starting it if needed). */
@@ -150,7 +158,7 @@ export class ApprovalPage {
     const version = await this.#version();
     const body = list.length === 0
       ? `<p id="empty">No approval is waiting.</p>`
-      : list.map((a) => card(a, csrf)).join("\n");
+      : list.map((a) => card(a, csrf, this.#why(a))).join("\n");
     const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -189,7 +197,11 @@ fetch("/version",{credentials:"same-origin"}).then(function(r){return r.text()})
 }
 
 /** One pending approval: what, with what, where, why, and the three answers. */
-function card(a: StoredApproval & { decided?: { decision: string } }, csrf: string): string {
+function card(
+  a: StoredApproval & { decided?: { decision: string } },
+  csrf: string,
+  why: string,
+): string {
   const tool = String(a.context.tool ?? a.type);
   const args = (a.context.arguments ?? {}) as Record<string, unknown>;
   const where = a.context.routing === "server"
@@ -223,7 +235,7 @@ function card(a: StoredApproval & { decided?: { decision: string } }, csrf: stri
 <dl>
 ${details.join("\n")}
 ${field("Where it runs", "where", esc(where))}
-${field("Why it is asked", "why", esc(a.description))}
+${field("Why it is asked", "why", esc(why ? `${a.description} ${why}` : a.description))}
 ${field("Arguments", "arguments", `<pre>${esc(clip(JSON.stringify(args, null, 2)))}</pre>`)}
 ${field("Expires", "expires", esc(new Date(a.expiresAt).toISOString()))}
 </dl>

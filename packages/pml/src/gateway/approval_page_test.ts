@@ -121,6 +121,8 @@ Deno.test({
     assertShown(w, "content", "buy milk");
     assertShown(w, "where", "this machine");
     assertShown(w, "why", 'Allow "filesystem:write_file" to run?');
+    assertShown(w, "why", 'It matches "filesystem:write_file" in the "ask" list of .pml.json.');
+    assertShown(w, "why", "The agent cannot approve it");
     for (const b of ["yes", "always", "no"]) assertShown(w, `button:${b}`, "");
 
     const e = await shoot(browser, edit.id, shots, "edit");
@@ -131,6 +133,7 @@ Deno.test({
     const s = await shoot(browser, shell.id, shots, "shell");
     assertShown(s, "tool", "shell:exec");
     assertShown(s, "command", "echo hello > shell.txt");
+    assertShown(s, "why", 'It matches "shell:exec" in the "ask" list');
     assertShown(s, "button:no", "No");
 
     // Yes on the write.

@@ -4,6 +4,7 @@ import { type ApprovalRequest, Approvals } from "../permission/approvals.ts";
 import { type ApprovalMode, ApprovalStore } from "../permission/approval_store.ts";
 import { FILESYSTEM_WRITE_TOOLS } from "../config/defaults.ts";
 import { ApprovalPage } from "./approval_page.ts";
+import { matchesPattern } from "../permission/patterns.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
@@ -103,7 +104,19 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     ...opts.registry,
   });
   const store = new ApprovalStore(config.workspace, opts.now);
-  const page = new ApprovalPage(store, config.workspace);
+  const page = new ApprovalPage(store, config.workspace, (a) => {
+    const tool = a.context.tool;
+    const rule = typeof tool === "string" && a.type === "tool_permission"
+      ? permissions.current.ask.find((p) => matchesPattern(p, tool))
+      : undefined;
+    const asked = rule
+      ? `It matches "${rule}" in the "ask" list of .pml.json.`
+      : a.type === "tool_permission"
+      ? "No pattern of .pml.json allows it (unmatched tools are asked)."
+      : "";
+    const who = a.mode === "human" ? " The agent cannot approve it: you decide." : "";
+    return asked + who;
+  });
   const approvals = new Approvals({
     ttlMs: opts.approvalTtlMs,
     now: opts.now,
