@@ -83,7 +83,9 @@ export class Gateway {
     const cont: MetaTool = {
       id: "pml:continue",
       description:
-        "Answer a pending approval: pass the workflow_id of an approval_required result and the decision",
+        "Answer a pending approval: pass the workflow_id of an approval_required result and the " +
+        'decision. For "approval_mode":"human" the user decides at the approval_url (or with ' +
+        "`pml approve`) and this returns the result once they have; until then it says it waits.",
       inputSchema: {
         type: "object",
         properties: {
