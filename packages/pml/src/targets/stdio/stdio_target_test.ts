@@ -102,7 +102,11 @@ Deno.test("memory: without elicitation the install waits for a human (pml approv
     name: "pml:continue",
     arguments: { workflow_id: body.workflow_id, decision: "yes" },
   });
-  assertEquals(early.structuredContent?.status, "waiting_for_human", textOf(early));
+  assertEquals(
+    (early.structuredContent as Record<string, unknown>).status,
+    "waiting_for_human",
+    textOf(early),
+  );
   assertEquals(exists(join(ws.dir, ".pml", "deps.json")), false, "nothing installed yet");
   assertEquals((await pml(ws, "approve", String(body.workflow_id))).code, 0);
   const done = await g.client.callTool({
