@@ -31,7 +31,8 @@ Deno.mkdirSync(join(ws, ".git"));
 Deno.mkdirSync(join(ws, "home"));
 Deno.writeTextFileSync(
   join(ws, ".pml.json"),
-  JSON.stringify({ permissions: { allow: ["memory"], ask: [], deny: [] } }),
+  // The bench answers the install itself (a human answers it by default: docs/approvals.md).
+  JSON.stringify({ approvals: "agent", permissions: { allow: ["memory"], ask: [], deny: [] } }),
 );
 const env = Deno.env.toObject();
 const config = loadConfig({

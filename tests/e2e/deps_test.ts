@@ -60,6 +60,7 @@ Deno.test("e2e deps: approve → install → call through bin/pml; no process le
   ws.write(
     ".pml.json",
     JSON.stringify({
+      approvals: "agent",
       permissions: { allow: ["memory", "keeper"], ask: [], deny: [] },
       private_mcps: {
         keeper: {

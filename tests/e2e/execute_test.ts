@@ -210,6 +210,7 @@ Deno.test("e2e execute: server-run code gets the BYOK keys of its tools only, an
 
 Deno.test("e2e execute: code calling an npm MCP server installs it on approval, then resumes without repeating calls", async () => {
   await using ws = tempWorkspace({
+    approvals: "agent",
     permissions: { allow: ["memory", "filesystem"], ask: [], deny: [] },
   });
   ws.write("fact.txt", "PML routes each call");

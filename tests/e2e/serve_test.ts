@@ -17,6 +17,7 @@ import { spawnServe } from "./_serve.ts";
 import { childPids, connectStdio, processAlive } from "./_spawn.ts";
 
 const PML_JSON = {
+  approvals: "agent",
   permissions: { allow: ["filesystem", "open"], ask: ["filesystem:write_file"], deny: [] },
 };
 

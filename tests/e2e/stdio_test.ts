@@ -84,7 +84,20 @@ Deno.test("e2e stdio: ../, absolute and symlink escapes are refused and audited"
   assertEquals(audit.filter((a) => a.event === "path_blocked").length, 8);
 });
 
-Deno.test("e2e stdio: deny honoured; ask through approval_required + pml:continue; always persisted", async () => {
+/** Runs `bin/pml` once in the workspace, as the human would in a terminal. */
+async function pmlCli(ws: { dir: string; home: string }, ...args: string[]) {
+  const out = await new Deno.Command(PML_BIN, {
+    args,
+    cwd: ws.dir,
+    env: pmlEnv(ws),
+    clearEnv: true,
+  })
+    .output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+Deno.test("e2e stdio: deny honoured; a write waits for the human: the agent's pml:continue is refused, `pml approve --always` in a terminal lets it run, always persisted", async () => {
   await using ws = tempWorkspace(PERMS);
   await using client = await connectStdio(ws);
   const denied = await client.callTool({
@@ -98,11 +111,27 @@ Deno.test("e2e stdio: deny honoured; ask through approval_required + pml:continu
     name: "filesystem__write_file",
     arguments: { path: "a.txt", content: "A" },
   });
-  const body = pending.structuredContent as { status: string; workflow_id: string };
+  const body = pending.structuredContent as Record<string, string>;
   assertEquals(body.status, "approval_required");
-  const cont = await client.callTool({
+  assertEquals(body.approval_mode, "human");
+  assertStringIncludes(body.approval_url, "http://127.0.0.1:");
+  const early = await client.callTool({
     name: "pml__continue",
     arguments: { workflow_id: body.workflow_id, decision: "always" },
+  });
+  assertStringIncludes(text(early), "waiting for the human at http://127.0.0.1:");
+  assert(!(await Deno.stat(join(ws.dir, "a.txt")).catch(() => false)), "not written by the agent");
+
+  // The human, in a terminal, while pml stdio runs.
+  const listed = await pmlCli(ws, "approvals");
+  assertEquals(listed.code, 0, listed.stderr);
+  assertStringIncludes(listed.stdout, body.workflow_id);
+  const approved = await pmlCli(ws, "approve", "--always", body.workflow_id);
+  assertEquals(approved.code, 0, approved.stderr);
+
+  const cont = await client.callTool({
+    name: "pml__continue",
+    arguments: { workflow_id: body.workflow_id, decision: "no" },
   });
   assert(!cont.isError, text(cont));
   assertEquals(ws.read("a.txt"), "A");
@@ -113,6 +142,40 @@ Deno.test("e2e stdio: deny honoured; ask through approval_required + pml:continu
   });
   assert(!direct.isError);
   assertEquals(ws.read("a.txt"), "B");
+});
+
+Deno.test("e2e stdio: a pending approval survives a pml restart; pml deny in a terminal refuses it", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const ask = async (client: Awaited<ReturnType<typeof connectStdio>>, path: string) =>
+    (await client.callTool({
+      name: "filesystem__write_file",
+      arguments: { path, content: path },
+    })).structuredContent as Record<string, string>;
+  let kept: string;
+  let refused: string;
+  {
+    await using first = await connectStdio(ws);
+    kept = (await ask(first, "kept.txt")).workflow_id;
+    refused = (await ask(first, "refused.txt")).workflow_id;
+  }
+  // The client restarted the server: the approvals are still listed and can be decided.
+  assertStringIncludes((await pmlCli(ws, "approvals")).stdout, kept);
+  assertEquals((await pmlCli(ws, "approve", kept)).code, 0);
+  assertEquals((await pmlCli(ws, "deny", refused)).code, 0);
+  await using second = await connectStdio(ws);
+  const done = await second.callTool({
+    name: "pml__continue",
+    arguments: { workflow_id: kept, decision: "yes" },
+  });
+  assert(!done.isError, text(done));
+  assertEquals(ws.read("kept.txt"), "kept.txt");
+  const no = await second.callTool({
+    name: "pml__continue",
+    arguments: { workflow_id: refused, decision: "yes" },
+  });
+  assert(no.isError);
+  assertStringIncludes(text(no), "the user refused");
+  assert(!(await Deno.stat(join(ws.dir, "refused.txt")).catch(() => false)));
 });
 
 Deno.test("e2e stdio: ask through elicitation", async () => {

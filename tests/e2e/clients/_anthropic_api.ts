@@ -61,7 +61,7 @@ export type Reply = { readonly tools: readonly ToolCall[] } | { readonly text: s
  * A step of the script. A function gets the request (to read the previous tool results, e.g. a
  * `workflow_id`) and returns the reply.
  */
-export type Step = Reply | ((request: MessagesRequest) => Reply);
+export type Step = Reply | ((request: MessagesRequest) => Reply | Promise<Reply>);
 
 /** The `tool_result` blocks of the last user message of a request. */
 export function toolResults(request: MessagesRequest): Block[] {
@@ -203,7 +203,7 @@ export function startAnthropicApi(script: readonly Step[]): AnthropicApi {
     const reply: Reply = step === undefined
       ? { text: "done" }
       : typeof step === "function"
-      ? step(body!)
+      ? await step(body!)
       : step;
     const msg = message(body!.model, contentOf(reply));
     if (body!.stream) {

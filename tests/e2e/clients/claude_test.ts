@@ -298,24 +298,40 @@ Deno.test("claude -p: pml:execute runs code that calls two local tools", async (
   assertHermetic(api, trap);
 });
 
-Deno.test("claude -p: an `ask` write, whose elicitation print mode leaves unanswered, becomes approval_required; the model approves it with pml__continue", async () => {
+Deno.test("claude -p: an `ask` write, whose elicitation print mode leaves unanswered, waits for the human: the model's pml__continue gets waiting_for_human, `pml approve` in a terminal decides, the model's next pml__continue writes", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
     permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
   });
   let first = "";
+  let early = "";
+  let id = "";
+  let approved = "";
+  const cont = () => ({
+    tools: [{ name: "mcp__pml__pml__continue", input: { workflow_id: id, decision: "yes" } }],
+  });
   await using api = startAnthropicApi([
     {
       tools: [{ name: "mcp__pml__filesystem__write_file", input: { path: "a.txt", content: "A" } }],
     },
     (req) => {
       first = toolResults(req).map(resultText).join("\n");
-      const id = first.match(/"workflow_id"\s*:\s*"([^"]+)"/)?.[1];
-      return id
-        ? {
-          tools: [{ name: "mcp__pml__pml__continue", input: { workflow_id: id, decision: "yes" } }],
-        }
-        : { text: "no workflow_id to continue" };
+      id = first.match(/"workflow_id"\s*:\s*"([^"]+)"/)?.[1] ?? "";
+      // The model tries to approve the write itself.
+      return id ? cont() : { text: "no workflow_id to continue" };
+    },
+    async (req) => {
+      early = toolResults(req).map(resultText).join("\n");
+      // Meanwhile the human decides in a terminal of the workspace, while pml stdio runs.
+      const out = await new Deno.Command(PML_BIN, {
+        args: ["approve", id],
+        cwd: ws.dir,
+        env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, ...NO_DENO_UPDATE },
+        clearEnv: true,
+        stdin: "null",
+      }).output();
+      approved = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+      return cont();
     },
     { text: "done" },
   ]);
@@ -323,14 +339,16 @@ Deno.test("claude -p: an `ask` write, whose elicitation print mode leaves unansw
   // Claude Code declares elicitation but answers it without anyone in print mode.
   assertStringIncludes(run.debug, "Elicitation request received in print mode", run.why);
   assertStringIncludes(first, '"approval_required"', `not a refusal: ${first}`);
+  assertStringIncludes(first, '"approval_url":"http://127.0.0.1:');
   assert(!/refused/i.test(first), first);
+  assertStringIncludes(early, "waiting for the human at http://127.0.0.1:");
+  assertStringIncludes(approved, `${id}: yes`);
   assertRanOk(run, api);
-  const continued = resultsByTool(api.turns(), 2).get("mcp__pml__pml__continue")!;
+  const continued = resultsByTool(api.turns(), 3).get("mcp__pml__pml__continue")!;
   assert(!continued.isError, continued.text);
   assertEquals(ws.read("a.txt"), "A");
-  // Nobody said no: the audit log must not record a refusal by the user.
   const audit = await Deno.readTextFile(join(ws.dir, ".pml/audit.log")).catch(() => "");
-  assert(!audit.includes('"by":"user"'), audit);
+  assert(!audit.includes('"by":"agent"'), audit);
   assertHermetic(api, trap);
 });
 

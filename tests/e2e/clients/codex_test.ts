@@ -259,6 +259,7 @@ Deno.test("codex exec: the model gets every pml tool in the mcp__pml namespace w
 Deno.test("codex exec --approve-for-me: the reviewer lets an ask write through, Codex cancels PML's elicitation, the model continues the approval_required with pml__continue", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
+    approvals: "agent",
     permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
   });
   const steps: ScriptedResponsesStep[] = [
@@ -432,6 +433,7 @@ Deno.test("codex exec: a tool id past 64 characters reaches the model as pml sho
 Deno.test("codex exec over HTTP (pml serve): tools with schemas, a read, and an ask write continued in the same session", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
+    approvals: "agent",
     permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
   });
   ws.write("notes.txt", "served notes");
@@ -479,6 +481,9 @@ Deno.test("codex exec in a trusted project runs pml from the .codex/config.toml 
   }).output();
   assertEquals(init.code, 0, new TextDecoder().decode(init.stderr));
   assertStringIncludes(ws.read(".codex/config.toml"), "[mcp_servers.pml]");
+  // The model answers the write's approval itself here (the human path: claude_test.ts).
+  const pmlJson = JSON.parse(ws.read(".pml.json"));
+  ws.write(".pml.json", JSON.stringify({ ...pmlJson, approvals: "agent" }, null, 2));
   await using api = startResponsesApi([
     {
       calls: [

@@ -240,6 +240,7 @@ Deno.test("gemini -p: the model gets every pml tool as mcp_pml_<name> with pml's
 Deno.test("gemini -p: an ask write answers approval_required (Gemini declares no elicitation), the model continues it; pml:execute with two local tools", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
+    approvals: "agent",
     permissions: {
       allow: ["filesystem:read_file", "filesystem:list_directory", "pml"],
       ask: ["filesystem:write_file"],
@@ -379,6 +380,7 @@ Deno.test("gemini -p: a name past 64 characters with Gemini's prefix is cut by G
 Deno.test("gemini -p over HTTP (pml serve, httpUrl): tools with schemas, a read, and an ask write continued in the same session", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
+    approvals: "agent",
     permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
   });
   ws.write("notes.txt", "served notes");
@@ -468,6 +470,9 @@ Deno.test("gemini -p with the .gemini/settings.json of `pml init --client gemini
     }),
   );
   assertEquals(init.code, 0, init.out);
+  // The model answers the write's approval itself here (the human path: claude_test.ts).
+  const pmlJson = JSON.parse(ws.read(".pml.json"));
+  ws.write(".pml.json", JSON.stringify({ ...pmlJson, approvals: "agent" }, null, 2));
   writeUserSettings(ws.home);
   await using api = startGeminiApi([
     {

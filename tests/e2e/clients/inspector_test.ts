@@ -162,7 +162,7 @@ Deno.test("inspector --cli tools/call (stdio): a read, a cloud tool with a real 
   assertEquals(trap.attempts, []);
 });
 
-Deno.test("inspector --cli (stdio): an `ask` write answers approval_required (no elicitation); the approval dies with its session", async () => {
+Deno.test("inspector --cli (stdio): an `ask` write answers approval_required for the human (no elicitation); it outlives its pml, the agent's pml__continue waits, `pml approve` decides", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
     permissions: { allow: [], ask: ["filesystem:write_file"], deny: [] },
@@ -176,16 +176,32 @@ Deno.test("inspector --cli (stdio): an `ask` write answers approval_required (no
   const pending = (write.json as ToolResult).structuredContent!;
   assertEquals(pending.status, "approval_required", write.out);
   assertEquals(pending.options, ["yes", "always", "no"]);
+  assertEquals(pending.approval_mode, "human");
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "nothing written yet");
 
-  // One session per invocation: the next `pml stdio` knows nothing of that workflow.
-  const cont = await inspector(stdio, {
-    tool: "pml__continue",
-    args: { workflow_id: String(pending.workflow_id), decision: "yes" },
-  }, { trap, home: ws.home, env });
-  assert((cont.json as ToolResult | undefined)?.isError ?? cont.code !== 0, cont.out);
-  assertStringIncludes(cont.out, String(pending.workflow_id));
+  // One `pml stdio` per invocation: the next one finds the stored approval, but the agent alone
+  // cannot approve it.
+  const id = String(pending.workflow_id);
+  const cont = () =>
+    inspector(stdio, {
+      tool: "pml__continue",
+      args: { workflow_id: id, decision: "yes" },
+    }, { trap, home: ws.home, env });
+  const early = await cont();
+  assertStringIncludes(early.out, "waiting for the human at http://127.0.0.1:");
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "still not written");
+
+  const approve = await new Deno.Command(PML_BIN, {
+    args: ["approve", id],
+    cwd: ws.dir,
+    env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, ...env },
+    clearEnv: true,
+    stdin: "null",
+  }).output();
+  assertEquals(approve.code, 0, new TextDecoder().decode(approve.stderr));
+  const done = await cont();
+  assert(!(done.json as ToolResult).isError, done.out);
+  assertEquals(ws.read("w.txt"), "x");
   assertEquals(trap.attempts, []);
 });
 

@@ -10,6 +10,7 @@ import { parseClients } from "./client_configs.ts";
 import type { CliIo } from "./io.ts";
 import { runServe } from "./serve.ts";
 import { runStatus } from "./status.ts";
+import { runApprovals, runDecide } from "./approvals.ts";
 
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
@@ -22,6 +23,10 @@ Usage:
                      serve MCP over Streamable HTTP on http://127.0.0.1:PORT/mcp
   pml status [--json]
                      show workspace, config, cloud mode and permissions
+  pml approvals [--json]
+                     list the approvals waiting for a human in this workspace
+  pml approve ID|--all [--always]
+  pml deny ID|--all  decide them (the agent gets the result with pml__continue)
   pml help | --help  this text
   pml version
 
@@ -99,6 +104,28 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           options: { json: { type: "boolean", default: false } },
         });
         return runStatus(io, { json: values.json });
+      }
+      case "approvals": {
+        const { values } = parseArgs({
+          args: rest,
+          options: { json: { type: "boolean", default: false } },
+        });
+        const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        return await runApprovals(config, io, values.json);
+      }
+      case "approve":
+      case "deny": {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            all: { type: "boolean", default: false },
+            ...(command === "approve" ? { always: { type: "boolean", default: false } } : {}),
+          },
+        });
+        const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        const decision = command === "deny" ? "no" : values.always ? "always" : "yes";
+        return await runDecide(config, io, { ids: positionals, all: values.all, decision });
       }
       case "version":
       case "--version":

@@ -40,6 +40,12 @@ export interface Config {
     readonly unconfined: boolean;
   };
   readonly port: number;
+  /**
+   * Who answers an approval the client did not elicit: `agent` (`pml:continue` decides), `human`
+   * (only the approval page or `pml approve`), or unset: human for shell, writes and installs,
+   * agent for the rest (docs/approvals.md).
+   */
+  readonly approvals?: "agent" | "human";
   /** `~/.pml`: Deno module cache (`DENO_DIR`) and routing cache. */
   readonly pmlHome: string;
   /** The environment snapshot, for BYOK look-ups and dependency env. */
@@ -182,6 +188,7 @@ export function loadConfig(
       unconfined: sandbox.unconfined ?? false,
     },
     port: Number(opts.env.PML_PORT) || file.port || DEFAULT_PORT,
+    approvals: file.approvals,
     pmlHome,
     env: opts.env,
   });

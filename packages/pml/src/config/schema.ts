@@ -51,6 +51,8 @@ export const PmlFileSchema = z.object({
   workspace: z.string().optional(),
   cloudUrl: z.url({ message: "an http(s) URL" }).optional(),
   port: z.number().int().min(1).max(65535).optional(),
+  /** Who answers approvals the client cannot elicit: see docs/approvals.md. */
+  approvals: z.enum(["agent", "human"]).optional(),
   permissions: PermissionsSchema.optional(),
   private_mcps: z.record(z.string(), PrivateMcpSchema).optional(),
   registries: z.array(z.url({ message: "an http(s) URL" })).optional(),

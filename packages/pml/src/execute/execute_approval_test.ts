@@ -4,6 +4,7 @@ import { callJson, execute } from "./_test_helpers.ts";
 
 // shell:exec appends a line to log.txt (a side effect that must happen once); write_file asks.
 const PERMS = {
+  approvals: "agent",
   permissions: {
     allow: ["shell:exec", "filesystem:read_file"],
     ask: ["filesystem:write_file"],

@@ -18,6 +18,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "../te
 import { tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
 
 const PERMS = {
+  approvals: "agent",
   permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: ["shell"] },
 };
 

@@ -1,6 +1,10 @@
 import { createAuditLog } from "../audit/audit.ts";
 import type { Config } from "../config/config.ts";
-import { Approvals } from "../permission/approvals.ts";
+import { type ApprovalRequest, Approvals } from "../permission/approvals.ts";
+import { type ApprovalMode, ApprovalStore } from "../permission/approval_store.ts";
+import { FILESYSTEM_WRITE_TOOLS } from "../config/defaults.ts";
+import { ApprovalPage } from "./approval_page.ts";
+import { matchesPattern } from "../permission/patterns.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
@@ -31,6 +35,23 @@ function samplingEnv(config: Config): Record<string, string> {
   return out;
 }
 
+/** What a human decides by default: shell, writes and installs (docs/approvals.md). */
+const HUMAN_BY_DEFAULT: ReadonlySet<string> = new Set([...FILESYSTEM_WRITE_TOOLS, "shell:exec"]);
+
+/** Who decides `request` under the `.pml.json` `approvals` setting. */
+export function approvalMode(
+  setting: Config["approvals"],
+  request: ApprovalRequest,
+): ApprovalMode {
+  if (setting) return setting;
+  if (request.type === "dependency" || request.context.dependency !== undefined) return "human";
+  const tool = request.context.tool;
+  return request.type === "tool_permission" && typeof tool === "string" &&
+      HUMAN_BY_DEFAULT.has(tool)
+    ? "human"
+    : "agent";
+}
+
 /** Optional overrides for tests and embedding. */
 export interface GatewayOptions {
   readonly routingTable?: RoutingTable;
@@ -52,6 +73,8 @@ export interface GatewayOptions {
   >;
   /** `pml:execute`: execution and per-call timeouts, warm sandbox (see `ExecuteOptions`). */
   readonly execute?: ExecuteOptions & { readonly keepWarm?: boolean };
+  /** Where "approval needed" lines go (default: stderr). */
+  readonly tell?: (line: string) => void;
 }
 
 /**
@@ -104,9 +127,27 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     opts.stdio,
   );
   const deno = new DenoModuleTarget({ ...registryDeps, pool, routing, stack });
+  const store = new ApprovalStore(config.workspace, opts.now);
+  const page = new ApprovalPage(store, config.workspace, (a) => {
+    const tool = a.context.tool;
+    const rule = typeof tool === "string" && a.type === "tool_permission"
+      ? permissions.current.ask.find((p) => matchesPattern(p, tool))
+      : undefined;
+    const asked = rule
+      ? `It matches "${rule}" in the "ask" list of .pml.json.`
+      : a.type === "tool_permission"
+      ? "No pattern of .pml.json allows it (unmatched tools are asked)."
+      : "";
+    const who = a.mode === "human" ? " The agent cannot approve it: you decide." : "";
+    return asked + who;
+  });
   const approvals = new Approvals({
     ttlMs: opts.approvalTtlMs,
     now: opts.now,
+    store,
+    mode: (request) => approvalMode(config.approvals, request),
+    link: () => page.link(),
+    tell: opts.tell ?? ((line) => console.error(line.trimEnd())),
     onUnanswered: (request, err) =>
       audit.write("elicitation_unanswered", {
         tool: request.context.tool,
@@ -134,7 +175,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     audit,
     metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),
-    resources: [pool, stdio.manager, execute.pool],
+    resources: [pool, stdio.manager, execute.pool, page],
     sampling: new Sampling({
       audit,
       check: (id) => permissions.check(id),

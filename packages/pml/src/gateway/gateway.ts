@@ -83,7 +83,9 @@ export class Gateway {
     const cont: MetaTool = {
       id: "pml:continue",
       description:
-        "Answer a pending approval: pass the workflow_id of an approval_required result and the decision",
+        "Answer a pending approval: pass the workflow_id of an approval_required result and the " +
+        'decision. For "approval_mode":"human" the user decides at the approval_url (or with ' +
+        "`pml approve`) and this returns the result once they have; until then it says it waits.",
       inputSchema: {
         type: "object",
         properties: {
@@ -95,6 +97,14 @@ export class Gateway {
       run: (args, channel) => this.#continue(args, channel),
     };
     for (const m of [cont, ...(deps.metaTools ?? [])]) this.#meta.set(m.id, m);
+    // After a restart, a stored tool approval runs its call again once decided.
+    deps.approvals.revive = async ({ replay }) => {
+      const found = replay && await this.#targetFor(replay.tool);
+      if (!replay || !found || !("target" in found)) return undefined;
+      const { tool, arguments: args } = replay;
+      return (d, by) =>
+        this.#afterApproval(d, by, tool, () => this.#dispatch(found.target, tool, args, {}));
+    };
   }
 
   get permissions(): PermissionStore {
@@ -223,7 +233,11 @@ export class Gateway {
               pre?.covers && { request: pre.covers, by },
             ),
         ),
-      { elicit: channel.elicit, session: channel.session },
+      {
+        elicit: channel.elicit,
+        session: channel.session,
+        replay: pre ? undefined : { tool: toolId, arguments: args },
+      },
     );
   }
 

@@ -8,6 +8,7 @@ import {
 import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
 
 const PERMS = {
+  approvals: "agent",
   permissions: {
     allow: ["filesystem:read_file", "filesystem:list_directory"],
     ask: ["filesystem:write_file"],

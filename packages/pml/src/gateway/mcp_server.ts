@@ -26,7 +26,9 @@ export const PML_VERSION = "0.1.0";
 
 const INSTRUCTIONS = "PML routes each tool call to local execution (your files, sandboxed to the " +
   "workspace) or to the PML server. Some calls need approval: when a result has " +
-  '"status":"approval_required", ask the user and answer with pml__continue.';
+  '"status":"approval_required", ask the user and answer with pml__continue. When it says ' +
+  '"approval_mode":"human", only the user can decide: show them its approval_url (or ' +
+  "`pml approve <workflow_id>`), then call pml__continue to get the result.";
 
 /**
  * How long PML waits for the human to answer an elicitation before it falls back to

@@ -1,5 +1,6 @@
 import type { CallToolResult } from "../sdk/types.ts";
 import { PmlError } from "../errors.ts";
+import type { ApprovalMode, ApprovalStore, StoredApproval } from "./approval_store.ts";
 
 /** What an approval is about (DESIGN §5). */
 export type ApprovalType =
@@ -44,6 +45,8 @@ export interface AskVia {
   readonly elicit?: Elicit;
   /** The MCP session that was asked (`pml serve`); only it may answer with `pml:continue`. */
   readonly session?: string;
+  /** The tool call to run again if `pml` restarts before the answer (plain tool approvals). */
+  readonly replay?: StoredApproval["replay"];
 }
 
 /** The result shape an agent answers with `pml:continue` (DESIGN §5). */
@@ -54,6 +57,10 @@ export interface ApprovalRequired {
   description: string;
   context: Record<string, unknown>;
   options: ApprovalDecision[];
+  /** `human`: only a human decides, on the page (`approval_url`) or with `pml approve`. */
+  approval_mode?: ApprovalMode;
+  approval_url?: string;
+  message?: string;
 }
 
 /** Turns the decision into the call's result (runs the approved call, or explains the refusal). */
@@ -64,7 +71,11 @@ interface Pending {
   readonly resume: Resume;
   readonly expiresAt: number;
   readonly session?: string;
+  readonly mode: ApprovalMode;
 }
+
+/** Rebuilds the continuation of a stored approval after a restart (`undefined`: cannot). */
+export type Revive = (approval: StoredApproval) => Promise<Resume | undefined>;
 
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60 * 1000;
 
@@ -82,6 +93,11 @@ export class Approvals {
     request: ApprovalRequest,
     error: ElicitationUnanswered,
   ) => Promise<void> | void;
+  readonly #store?: ApprovalStore;
+  readonly #mode: (request: ApprovalRequest) => ApprovalMode;
+  readonly #link?: () => Promise<string>;
+  readonly #tell?: (line: string) => void;
+  #revive?: Revive;
 
   constructor(
     opts: {
@@ -92,11 +108,28 @@ export class Approvals {
         request: ApprovalRequest,
         error: ElicitationUnanswered,
       ) => Promise<void> | void;
+      /** Where pending approvals are kept (`.pml/approvals/`), for the page, the CLI, restarts. */
+      store?: ApprovalStore;
+      /** Who may decide `request` (default: the agent). */
+      mode?: (request: ApprovalRequest) => ApprovalMode;
+      /** A fresh one-time link to the approval page (human mode). */
+      link?: () => Promise<string>;
+      /** Tells the human (stderr) that an approval waits for them. */
+      tell?: (line: string) => void;
     } = {},
   ) {
     this.#ttlMs = opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
     this.#now = opts.now ?? Date.now;
     this.#onUnanswered = opts.onUnanswered;
+    this.#store = opts.store;
+    this.#mode = opts.mode ?? (() => "agent");
+    this.#link = opts.link;
+    this.#tell = opts.tell;
+  }
+
+  /** How a stored approval's call is rebuilt after a restart (set by the gateway). */
+  set revive(revive: Revive) {
+    this.#revive = revive;
   }
 
   /**
@@ -117,11 +150,18 @@ export class Approvals {
     }
     this.#sweep();
     const workflowId = crypto.randomUUID();
-    this.#pending.set(workflowId, {
-      request,
-      resume,
-      expiresAt: this.#now() + this.#ttlMs,
+    const mode = this.#store ? this.#mode(request) : "agent";
+    const now = this.#now();
+    const expiresAt = now + this.#ttlMs;
+    this.#pending.set(workflowId, { request, resume, expiresAt, session: via.session, mode });
+    await this.#store?.put({
+      id: workflowId,
+      ...request,
+      mode,
+      createdAt: now,
+      expiresAt,
       session: via.session,
+      replay: via.replay,
     });
     const body: ApprovalRequired = {
       status: "approval_required",
@@ -131,6 +171,13 @@ export class Approvals {
       context: request.context,
       options: ["yes", "always", "no"],
     };
+    if (mode === "human") {
+      const url = await this.#link?.();
+      body.approval_mode = "human";
+      if (url) body.approval_url = url;
+      body.message = humanMessage(workflowId, url);
+      this.#tell?.(`pml: approval needed: ${request.description}\n  ${body.message}\n`);
+    }
     return {
       content: [{ type: "text", text: JSON.stringify(body) }],
       structuredContent: body as unknown as Record<string, unknown>,
@@ -147,7 +194,7 @@ export class Approvals {
     session?: string,
   ): Promise<CallToolResult> {
     this.#sweep();
-    const pending = this.#pending.get(workflowId);
+    const pending = this.#pending.get(workflowId) ?? await this.#revived(workflowId);
     if (pending && pending.session !== session) {
       throw new PmlError(
         "APPROVAL_OTHER_SESSION",
@@ -162,8 +209,48 @@ export class Approvals {
         } min); call the tool again`,
       );
     }
+    let by: DecidedBy = "agent";
+    if (pending.mode === "human") {
+      const human = await this.#store?.decision(workflowId);
+      if (!human) return await this.#waiting(workflowId);
+      decision = human.decision;
+      by = "user";
+    }
     this.#pending.delete(workflowId);
-    return await pending.resume(decision, "agent");
+    await this.#store?.remove(workflowId);
+    return await pending.resume(decision, by);
+  }
+
+  /** The stored approval `id` with a rebuilt continuation (after a restart), if possible. */
+  async #revived(id: string): Promise<Pending | undefined> {
+    const stored = await this.#store?.get(id);
+    const resume = stored && await this.#revive?.(stored);
+    if (!stored || !resume) return undefined;
+    const pending: Pending = {
+      request: stored,
+      resume,
+      expiresAt: stored.expiresAt,
+      session: stored.session,
+      mode: stored.mode,
+    };
+    this.#pending.set(id, pending);
+    return pending;
+  }
+
+  async #waiting(id: string): Promise<CallToolResult> {
+    const url = await this.#link?.();
+    const body = {
+      status: "waiting_for_human",
+      workflow_id: id,
+      ...(url ? { approval_url: url } : {}),
+      message: `Not run: waiting for the human at ${url ?? "the terminal"}. ${
+        humanMessage(id, url)
+      }`,
+    };
+    return {
+      content: [{ type: "text", text: body.message }],
+      structuredContent: body,
+    };
   }
 
   /** Number of approvals waiting (for tests and status). */
@@ -176,6 +263,12 @@ export class Approvals {
     const now = this.#now();
     for (const [id, p] of this.#pending) if (p.expiresAt <= now) this.#pending.delete(id);
   }
+}
+
+function humanMessage(id: string, url: string | undefined): string {
+  return `A human must decide${url ? ` at ${url}` : ""} or with \`pml approve ${id}\` ` +
+    `(or \`pml deny ${id}\`) in a terminal of this workspace; then call pml__continue with ` +
+    `this workflow_id to get the result. The agent cannot approve it.`;
 }
 
 /** The JSON schema of the elicitation form: one required choice. */

@@ -162,7 +162,8 @@ Deno.test("sampling permission: asked once with the MCP, path and size; 'always'
 });
 
 Deno.test("sampling permission: a client that cannot be asked gets how to allow it", async () => {
-  await using ws = workspace({ allow: ["sampler"] });
+  // The agent may answer the install here (approvals: agent): the point is the sampling question.
+  await using ws = workspace({ allow: ["sampler"] }, { approvals: "agent" });
   // No elicitation: the raw command's own approval goes through approval_required first.
   await using g = await gatewayFor(ws, {
     sample: () => ({ role: "assistant", model: "m", content: { type: "text", text: "x" } }),

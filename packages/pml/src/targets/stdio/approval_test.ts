@@ -42,7 +42,10 @@ Deno.test("ask tool with a dependency to install: one question names the tool an
 });
 
 Deno.test("ask tool with a dependency, without elicitation: one approval_required, pml:continue installs and runs", async () => {
-  await using ws = tempWorkspace({ permissions: { allow: [], ask: ["memory"], deny: [] } });
+  await using ws = tempWorkspace({
+    approvals: "agent",
+    permissions: { allow: [], ask: ["memory"], deny: [] },
+  });
   await using g = await gatewayFor(ws, { stdio });
   const first = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
   const body = first.structuredContent as Record<string, unknown>;

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../../testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../../testing/workspace.ts";
+import { pml } from "../../testing/cli.ts";
 import { NpmInstaller } from "../../deps/installer.ts";
 import { catalogueEntry, pidsWith } from "./_testing.ts";
 
@@ -88,14 +89,26 @@ Deno.test("memory: deny → nothing installed, nothing recorded, nothing started
   assertEquals(pidsWith(ws.dir).length, 0);
 });
 
-Deno.test("memory: without elicitation the install is an approval_required answered by pml:continue", async () => {
+Deno.test("memory: without elicitation the install waits for a human (pml approve), then pml:continue installs and runs", async () => {
   await using ws = tempWorkspace({ permissions: { allow: ["memory"], ask: [], deny: [] } });
-  await using g = await gatewayFor(ws, { stdio });
+  await using g = await gatewayFor(ws, { stdio, tell: () => {} });
   const first = await g.client.callTool({ name: "memory:read_graph", arguments: {} });
   const body = first.structuredContent as Record<string, unknown>;
   assertEquals(body.status, "approval_required");
   assertEquals(body.approval_type, "dependency");
   assertEquals((body.context as { package: unknown }).package, PKG);
+  assertEquals(body.approval_mode, "human", "installs are the human's by default");
+  const early = await g.client.callTool({
+    name: "pml:continue",
+    arguments: { workflow_id: body.workflow_id, decision: "yes" },
+  });
+  assertEquals(
+    (early.structuredContent as Record<string, unknown>).status,
+    "waiting_for_human",
+    textOf(early),
+  );
+  assertEquals(exists(join(ws.dir, ".pml", "deps.json")), false, "nothing installed yet");
+  assertEquals((await pml(ws, "approve", String(body.workflow_id))).code, 0);
   const done = await g.client.callTool({
     name: "pml:continue",
     arguments: { workflow_id: body.workflow_id, decision: "yes" },

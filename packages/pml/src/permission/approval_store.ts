@@ -1,0 +1,130 @@
+import { join } from "node:path";
+import { PmlError } from "../errors.ts";
+import { writeFileAtomic } from "../config/write_json.ts";
+import type { ApprovalDecision, ApprovalRequest } from "./approvals.ts";
+
+/** Who decides a pending approval: the agent (`pml:continue`) or only a human. */
+export type ApprovalMode = "agent" | "human";
+
+/** A pending approval as stored under `.pml/approvals/` (a control file: no tool writes it). */
+export interface StoredApproval extends ApprovalRequest {
+  readonly id: string;
+  readonly mode: ApprovalMode;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  /** The MCP session that was asked (`pml serve`). */
+  readonly session?: string;
+  /** The tool call to run again when `pml` restarted before the answer (tool approvals only). */
+  readonly replay?: { readonly tool: string; readonly arguments: Record<string, unknown> };
+}
+
+/** A human's decision, written once by the page or the CLI. */
+export interface StoredDecision {
+  readonly decision: ApprovalDecision;
+  readonly via: "page" | "cli";
+  readonly at: number;
+}
+
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The pending approvals of one workspace, shared by every `pml` started there, the approval page
+ * and `pml approve`: one file per approval (`<id>.json`, written by the `pml` that asked) and one
+ * per decision (`<id>.decision.json`, created exclusively: the first decision wins, none is lost
+ * to a concurrent writer). Expired entries are removed when listed.
+ */
+export class ApprovalStore {
+  readonly dir: string;
+  readonly #now: () => number;
+
+  constructor(workspace: string, now: () => number = Date.now) {
+    this.dir = join(workspace, ".pml", "approvals");
+    this.#now = now;
+  }
+
+  async put(approval: StoredApproval): Promise<void> {
+    await writeFileAtomic(this.#path(approval.id), JSON.stringify(approval, null, 2) + "\n");
+  }
+
+  /** The approval `id` while it is pending and unexpired, else `undefined`. */
+  async get(id: string): Promise<StoredApproval | undefined> {
+    if (!ID.test(id)) return undefined;
+    const approval = await readJson<StoredApproval>(this.#path(id));
+    if (!approval) return undefined;
+    if (approval.expiresAt <= this.#now()) {
+      await this.remove(id);
+      return undefined;
+    }
+    return approval;
+  }
+
+  async decision(id: string): Promise<StoredDecision | undefined> {
+    if (!ID.test(id)) return undefined;
+    return await readJson<StoredDecision>(this.#path(id, ".decision"));
+  }
+
+  /** Pending approvals, oldest first, with their decision if a human gave one. */
+  async list(): Promise<(StoredApproval & { decided?: StoredDecision })[]> {
+    const out: (StoredApproval & { decided?: StoredDecision })[] = [];
+    let entries: Deno.DirEntry[];
+    try {
+      entries = await Array.fromAsync(Deno.readDir(this.dir));
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return out;
+      throw err;
+    }
+    for (const e of entries) {
+      const id = e.name.endsWith(".json") ? e.name.slice(0, -".json".length) : "";
+      if (!ID.test(id)) continue;
+      const approval = await this.get(id);
+      if (!approval) continue;
+      const decided = await this.decision(id);
+      out.push(decided ? { ...approval, decided } : approval);
+    }
+    return out.sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  /**
+   * Records a human's decision on a pending approval. Refused when it is unknown, expired or
+   * decided already (the first decision stands).
+   */
+  async decide(id: string, decision: ApprovalDecision, via: "page" | "cli"): Promise<void> {
+    if (!(await this.get(id))) {
+      throw new PmlError(
+        "APPROVAL_NOT_FOUND",
+        `No pending approval "${id}" in this workspace (answered already, or expired)`,
+      );
+    }
+    const record: StoredDecision = { decision, via, at: this.#now() };
+    try {
+      await Deno.writeTextFile(this.#path(id, ".decision"), JSON.stringify(record) + "\n", {
+        createNew: true,
+      });
+    } catch (err) {
+      if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+      const first = await this.decision(id);
+      throw new PmlError(
+        "APPROVAL_DECIDED",
+        `The approval "${id}" was decided already ("${first?.decision}")`,
+      );
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    await Deno.remove(this.#path(id)).catch(() => {});
+    await Deno.remove(this.#path(id, ".decision")).catch(() => {});
+  }
+
+  #path(id: string, kind = ""): string {
+    return join(this.dir, `${id}${kind}.json`);
+  }
+}
+
+async function readJson<T>(path: string): Promise<T | undefined> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as T;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound || err instanceof SyntaxError) return undefined;
+    throw err;
+  }
+}
