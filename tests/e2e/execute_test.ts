@@ -3,6 +3,8 @@
  * `pml-server` on loopback. The package sends the code to the server first (`X-PML-Client:
  * package`); the server runs server-only code itself and answers `execute_locally` for code that
  * touches this machine, which the package then runs in its sandbox, routing each `mcp.*` call.
+ * Code calling a tool of a namespace the routing table names `client` is not sent: the server's
+ * answer is known (docs/speed.md).
  */
 import {
   assert,
@@ -73,13 +75,39 @@ Deno.test("e2e execute: mixed code reads a local file, parses it on the server, 
     ["filesystem:write_file", "client"],
   ]);
 
-  // The server was asked first (and answered execute_locally), then got only the json call:
-  // the file's content reached it as the argument of the call the user allowed, nothing else.
-  assertEquals(toolCalls(cloud.seen, from), ["pml:execute", "json:parse"]);
-  const [plan, jsonCall] = cloud.calls().slice(-2);
-  assertEquals(plan.headers["x-pml-client"], "package");
-  assertEquals(plan.headers["authorization"], `Bearer ${cloud.key}`);
+  // `filesystem` is a `client` namespace of the routing table: the server would answer
+  // execute_locally, so it is not asked. It got only the json call: the file's content reached it
+  // as the argument of the call the user allowed, nothing else.
+  assertEquals(toolCalls(cloud.seen, from), ["json:parse"]);
+  const [jsonCall] = cloud.calls().slice(-1);
   assertEquals(jsonCall.headers["x-pml-client"], "package");
+  assertEquals(jsonCall.headers["authorization"], `Bearer ${cloud.key}`);
+});
+
+Deno.test("e2e execute: code whose namespace the routing table does not name is planned by the server, which hands it back", async () => {
+  await using cloud = await startCloud(NO_UPSTREAM);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["mine", "json"], ask: [], deny: [] },
+    private_mcps: {
+      mine: { type: "deno", code: `export async function hello() { return "[1,2]"; }` },
+    },
+  });
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+
+  const from = cloud.seen.length;
+  const body = parse(
+    await client.callTool({
+      name: "pml__execute",
+      arguments: { code: `return await mcp.json.parse({ text: await mcp.mine.hello({}) });` },
+    }),
+  );
+  assert(!body.isError, JSON.stringify(body));
+  assertEquals(body.result, [1, 2]);
+  // Only the server can tell that `mine` is not one of its tools: it was asked, answered
+  // execute_locally, and then got the json call alone.
+  assertEquals(toolCalls(cloud.seen, from), ["pml:execute", "json:parse"]);
+  const [plan] = cloud.calls().slice(-2);
+  assertEquals(plan.headers["x-pml-client"], "package");
 });
 
 Deno.test("e2e execute: server-only code runs on the server in one request", async () => {

@@ -28,6 +28,7 @@ export interface ExecuteOptions {
 export interface ExecuteToolDeps extends Omit<RunDeps, "rpcTimeoutMs"> {
   readonly approvals: Approvals;
   readonly permissionOf: PlanDeps["permissionOf"];
+  readonly isClientTool?: PlanDeps["isClientTool"];
   readonly cloud?: RemoteExecutor;
   /** Wakes the sandbox the run will take, while the code is being planned. */
   readonly wakeSandbox?: () => void;
@@ -62,6 +63,7 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
   const planDeps: PlanDeps = {
     routeOf: deps.routeOf,
     permissionOf: deps.permissionOf,
+    isClientTool: deps.isClientTool,
     cloud: deps.cloud,
   };
 

@@ -51,6 +51,7 @@ export function createExecute(deps: {
     wakeSandbox: () => pool.wake(),
     runTool: (id, args, channel) => deps.gateway().runTool(id, args, channel),
     routeOf: (id) => deps.routing.routeOf(id),
+    isClientTool: (id) => deps.routing.table.client.includes(id.slice(0, id.indexOf(":"))),
     permissionOf: (id) => deps.gateway().permissions.check(id),
     cloud: deps.cloud,
     approvals: deps.approvals,

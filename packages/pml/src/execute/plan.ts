@@ -11,6 +11,11 @@ export type LocalReason =
   | "no_cloud"
   /** The server answered `execute_locally`: the code calls tools of this machine. */
   | "execute_locally"
+  /**
+   * The code calls a tool of a namespace the platform routing table names `client`: the server
+   * would answer `execute_locally`, so it is not asked (one round trip less).
+   */
+  | "client_tools"
   /** A tool of the code is not `allow`ed: each call must pass the user's permissions here. */
   | "permissions"
   /** The cloud could not be asked (unreachable, refused the key, a key missing): offline mode. */
@@ -36,6 +41,11 @@ export interface RemoteExecutor {
 export interface PlanDeps {
   readonly routeOf: (toolId: string) => Routing;
   readonly permissionOf: (toolId: string) => Decision;
+  /**
+   * True for a tool of a namespace the platform routing table (the server's own `GET
+   * /api/routing`) names `client`; default: none.
+   */
+  readonly isClientTool?: (toolId: string) => boolean;
   /** Absent in local-only mode. */
   readonly cloud?: RemoteExecutor;
 }
@@ -48,6 +58,11 @@ export interface PlanDeps {
  * configured, the code goes to the server with `X-PML-Client: package`; the server either runs it
  * (every tool is a server tool: the result comes back as is) or answers `execute_locally`, and
  * the package runs it in its sandbox, each `mcp.*` call routed by the gateway.
+ *
+ * The server is not asked when the code calls a tool of a namespace the platform routing table
+ * (the same table the server routes by) names `client`: its answer is known (`execute_locally`),
+ * and asking would cost a round trip for nothing (see docs/speed.md). Code whose tools are all
+ * `server`, or of namespaces the table does not name (the server may serve them), is still sent.
  *
  * One exception, for the user's permissions (DESIGN §5, every call is checked): a server
  * execution cannot ask the human about a call, nor honour a `deny`, so code using any tool that is
@@ -64,6 +79,7 @@ export async function planExecution(
   if (!analysis.ok) return { mode: "error", error: analysis.error };
   const local = (reason: LocalReason): ExecutionPlan => ({ mode: "local", analysis, reason });
   if (!deps.cloud) return local("no_cloud");
+  if (deps.isClientTool && analysis.toolsUsed.some(deps.isClientTool)) return local("client_tools");
   if (analysis.toolsUsed.some((id) => deps.permissionOf(id) !== "allow")) {
     return local("permissions");
   }
