@@ -25,8 +25,8 @@ function workspace(
       sampler: {
         type: "stdio",
         install: { command: "node", args: [FIXTURE] },
-        // The fixture and the SDK it imports, read-only.
-        permissions: { read: [ROOT] },
+        // The fixture and the SDK it imports, read-only (node_modules may be a link elsewhere).
+        permissions: { read: [ROOT, Deno.realPathSync(join(ROOT, "node_modules"))] },
         tools: [{ name: "sampler:ask", inputSchema: { type: "object" } }],
         allowedToolPatterns: ["filesystem:read_file"],
       },
@@ -37,7 +37,12 @@ function workspace(
 
 /** What the fixture's tool got back from its `createMessage`. */
 function answerOf(result: unknown): { ok?: Record<string, unknown>; error?: string } {
-  return JSON.parse(textOf(result));
+  const text = textOf(result);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`the fixture's tool did not answer with its JSON: ${text}`);
+  }
 }
 
 /** The dependency question (the raw command runs once approved) is answered yes. */
