@@ -38,8 +38,11 @@ import { exposedName } from "../gateway/names.ts";
 /** Sends a sampling request to the connected client (present when it declared `sampling`). */
 export type ClientSample = (
   params: CreateMessageRequestParams,
-  opts: { signal?: AbortSignal },
+  opts: { signal?: AbortSignal; onprogress?: SamplingProgress },
 ) => Promise<CreateMessageResult>;
+
+/** Progress of a request relayed to the client, sent back to the MCP that asked. */
+export type SamplingProgress = (p: { progress: number; total?: number; message?: string }) => void;
 
 /** What the loop's tools are and how one runs: the gateway, with its whole pipeline. */
 export interface SamplingTools {
@@ -85,6 +88,8 @@ export interface SamplingCall {
   readonly clientTools?: boolean;
   readonly tools: SamplingTools;
   readonly signal?: AbortSignal;
+  /** The MCP asked for progress of its request: the client's progress is sent back to it. */
+  readonly onprogress?: SamplingProgress;
 }
 
 /** The `_meta` key of a result that says how PML answered. */
@@ -179,6 +184,7 @@ export class Sampling {
       ? (params: CreateMessageRequestParams, tools?: readonly Tool[]) =>
         call.clientSample!(tools?.length ? { ...params, tools: [...tools] } : params, {
           signal: call.signal,
+          onprogress: call.onprogress,
         })
       : (params: CreateMessageRequestParams, tools?: readonly Tool[]) =>
         callLlm(endpoint!, { params, tools: tools ?? params.tools }, {

@@ -36,7 +36,9 @@ function workspace(
 }
 
 /** What the fixture's tool got back from its `createMessage`. */
-function answerOf(result: unknown): { ok?: Record<string, unknown>; error?: string } {
+function answerOf(
+  result: unknown,
+): { ok?: Record<string, unknown>; error?: string; progress?: unknown[] } {
   const text = textOf(result);
   try {
     return JSON.parse(text);
@@ -114,6 +116,45 @@ Deno.test("sampling relay: the client's error reaches the MCP as its request's e
   const r = await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "x" } });
   const { error } = answerOf(r);
   assertStringIncludes(error ?? "", "the user rejected the sampling request");
+});
+
+// The fixture cancels its request when the first progress arrives: the client answers only once
+// cancelled, so this needs both directions. (Progress sent just before an answer can be dropped by
+// the MCP's own SDK, which handles a response before a notification read with it.)
+Deno.test("sampling relay: the client's progress reaches the MCP under its own token, and the MCP's cancellation reaches the client", async () => {
+  await using ws = workspace({ allow: ["sampler", "sampling:sampler"] });
+  let cancelled!: () => void;
+  const clientCancelled = new Promise<void>((resolve) => cancelled = resolve);
+  await using g = await gatewayFor(ws, {
+    elicit: yesToInstall,
+    sample: async (params, extra) => {
+      extra.signal.addEventListener("abort", () => cancelled());
+      const token = params._meta?.progressToken;
+      assert(token !== undefined, "the relayed request asks the client for progress");
+      await extra.sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: 1, total: 2, message: "reading" },
+      });
+      // Answers only once cancelled (the MCP cancels on the progress above).
+      await new Promise((resolve) => extra.signal.addEventListener("abort", resolve));
+      throw new Error("cancelled");
+    },
+  });
+  const r = answerOf(
+    await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "x", cancel: true } }),
+  );
+  assertStringIncludes(r.error ?? "", "cancelled by the MCP");
+  assertEquals(r.progress, [{ progress: 1, total: 2, message: "reading" }]);
+  // The SDK handles notifications a turn after responses: the cancellation may reach the client
+  // just after the tool's result. A safety net, not a speed assertion: it only turns a hang into
+  // a failure.
+  let net: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    clientCancelled,
+    new Promise((_, reject) => {
+      net = setTimeout(() => reject(new Error("the client's request was never cancelled")), 60_000);
+    }),
+  ]).finally(() => clearTimeout(net));
 });
 
 Deno.test("sampling permission: deny refuses before any model is reached; the audit says so", async () => {
