@@ -7,6 +7,7 @@
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
 import { testRegistry } from "../registry/_testing.ts";
+import { anthropicToolThenText, scriptedApi } from "./_testing.ts";
 
 const KEY = "sk-ant-SECRET_MODULE_SAMPLING_KEY_7";
 
@@ -97,36 +98,12 @@ Deno.test("module sampling: denied by sampling:<ns>, and an invalid request is r
 });
 
 Deno.test("module sampling, BYOK: the model may use only the tools of the module's allowedToolPatterns", async () => {
-  const requests: Record<string, unknown>[] = [];
-  const answers = [
-    {
-      model: "claude-test",
-      content: [{
-        type: "tool_use",
-        id: "t1",
-        name: "filesystem__read_file",
-        input: { path: "n" },
-      }],
-      stop_reason: "tool_use",
-      usage: { output_tokens: 3 },
-    },
-    {
-      model: "claude-test",
-      content: [{ type: "text", text: "read it" }],
-      stop_reason: "end_turn",
-      usage: { output_tokens: 2 },
-    },
-  ];
-  await using api = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    async (req) => {
-      requests.push(await req.json());
-      return Response.json(answers[Math.min(requests.length - 1, answers.length - 1)]);
-    },
+  await using api = scriptedApi(
+    anthropicToolThenText("filesystem__read_file", { path: "n" }, "read it"),
   );
   await using s = await setup(
     { allow: ["asker:*", "sampling:asker", "filesystem:read_file", "filesystem:write_file"] },
-    { env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${api.addr.port}` } },
+    { env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: api.url } },
     { env: ["ANTHROPIC_API_KEY"] },
   );
   s.ws.write("n", "module note");
@@ -134,9 +111,9 @@ Deno.test("module sampling, BYOK: the model may use only the tools of the module
   assertEquals((r.ok?.content as { text: string }).text, "read it");
   assert(!JSON.stringify(r).includes(KEY), "the key never reaches the module");
   assertEquals(
-    (requests[0].tools as { name: string }[]).map((t) => t.name),
+    (api.requests[0].body.tools as { name: string }[]).map((t) => t.name),
     ["filesystem__read_file"],
   );
-  const last = (requests[1].messages as { content: Record<string, unknown>[] }[]).at(-1)!;
+  const last = (api.requests[1].body.messages as { content: Record<string, unknown>[] }[]).at(-1)!;
   assertStringIncludes(String(last.content[0].content), "module note");
 });

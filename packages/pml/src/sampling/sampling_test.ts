@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { McpError } from "../sdk/types.ts";
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
+import { anthropicToolThenText, scriptedApi } from "./_testing.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
 const FIXTURE = join(ROOT, "tests", "fixtures", "sampling_server.mjs");
@@ -49,28 +50,6 @@ function answerOf(
 
 /** The dependency question (the raw command runs once approved) is answered yes. */
 const yesToInstall = (m: string) => (m.startsWith("Run sampler") ? "yes" as const : "no" as const);
-
-/** A scripted LLM API on loopback: answers in order, records each request. */
-function scriptedApi(answers: unknown[]) {
-  const requests: { path: string; headers: Headers; body: Record<string, unknown> }[] = [];
-  let next = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-    requests.push({
-      path: new URL(req.url).pathname,
-      headers: req.headers,
-      body: await req.json(),
-    });
-    const answer = answers[Math.min(next++, answers.length - 1)];
-    return Response.json(answer);
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    requests,
-    async [Symbol.asyncDispose]() {
-      await server.shutdown();
-    },
-  };
-}
 
 Deno.test("sampling relay: a client that declares sampling gets the MCP's request unchanged, and the MCP its answer", async () => {
   await using ws = workspace({ allow: ["sampler", "sampling:sampler"] });
@@ -229,25 +208,9 @@ Deno.test("sampling BYOK, Anthropic Messages: the model reads a file through the
     { env: ["ANTHROPIC_API_KEY"] },
   );
   ws.write("note.txt", "the answer is 42");
-  await using api = scriptedApi([
-    {
-      model: "claude-test",
-      content: [{
-        type: "tool_use",
-        id: "tu_1",
-        name: "filesystem__read_file",
-        input: { path: "note.txt" },
-      }],
-      stop_reason: "tool_use",
-      usage: { output_tokens: 10 },
-    },
-    {
-      model: "claude-test",
-      content: [{ type: "text", text: "It says 42." }],
-      stop_reason: "end_turn",
-      usage: { output_tokens: 5 },
-    },
-  ]);
+  await using api = scriptedApi(
+    anthropicToolThenText("filesystem__read_file", { path: "note.txt" }, "It says 42."),
+  );
   await using g = await gatewayFor(ws, {
     elicit: yesToInstall,
     env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: api.url },
