@@ -174,6 +174,9 @@ export class Sampling {
       if (answer === "always") await this.#d.allowAlways(id);
     }
 
+    // The BYOK path's whole time: the loop checks it between turns, this ends a turn that hangs.
+    // (A relayed request has its own timeout: a human may review it in the client.)
+    const deadline = AbortSignal.timeout(this.#bounds.timeMs);
     const loopable = call.clientSample ? call.clientTools === true : true;
     const offered = !loopable || call.params.tools?.length || call.allowedToolPatterns.length === 0
       ? []
@@ -189,7 +192,14 @@ export class Sampling {
       : (params: CreateMessageRequestParams, tools?: readonly Tool[]) =>
         callLlm(endpoint!, { params, tools: tools ?? params.tools }, {
           fetch: this.#d.fetch,
-          signal: call.signal,
+          signal: call.signal ? AbortSignal.any([call.signal, deadline]) : deadline,
+        }).catch((err) => {
+          if (!deadline.aborted || call.signal?.aborted) throw err;
+          throw new PmlError(
+            "SAMPLING_TIME",
+            `Sampling by "${call.server}" stopped at its time bound (${this.#bounds.timeMs} ms) ` +
+              `while the ${endpoint!.provider} API had not answered`,
+          );
         });
     try {
       const { result, turns, toolCalls, stopped } = await this.#loop(call, offered, model);

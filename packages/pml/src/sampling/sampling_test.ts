@@ -326,6 +326,36 @@ Deno.test("sampling BYOK: the loop stops at its turn bound and says so", async (
   assertStringIncludes((ok?.content as { text: string }).text, "stopped at its bound (max_turns)");
 });
 
+Deno.test("sampling BYOK: an API that never answers is ended at the time bound, with a clear error", async () => {
+  await using ws = workspace({ allow: ["sampler", "sampling:sampler"] }, {
+    env: ["ANTHROPIC_API_KEY"],
+  });
+  let arrived!: () => void;
+  const reached = new Promise<void>((resolve) => arrived = resolve);
+  // Holds every request open until the test ends.
+  const hold = Promise.withResolvers<void>();
+  await using api = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async () => {
+    arrived();
+    await hold.promise;
+    return new Response("{}");
+  });
+  await using g = await gatewayFor(ws, {
+    elicit: yesToInstall,
+    env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${api.addr.port}` },
+    sampling: { bounds: { timeMs: 500 } },
+  });
+  try {
+    const { error } = answerOf(
+      await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "hang" } }),
+    );
+    await reached;
+    assertStringIncludes(error ?? "", "stopped at its time bound (500 ms)");
+    assertStringIncludes(ws.read(".pml/audit.log"), '"result":"failed"');
+  } finally {
+    hold.resolve();
+  }
+});
+
 Deno.test("sampling BYOK: no client sampling and no key listed in .pml.json env → the error names the variable", async () => {
   // The key is in the environment but .pml.json does not list it: BYOK never takes it.
   await using ws = workspace({ allow: ["sampler", "sampling:sampler"] });
