@@ -1,6 +1,7 @@
 /**
- * Sampling for local MCPs (issue "sampling", story 14.6): a stdio dependency that sends
- * `sampling/createMessage` during a tool call gets an answer from an LLM, after PML decided it may.
+ * Sampling for local MCPs (issue "sampling", story 14.6, docs/sampling.md): a stdio dependency
+ * that sends `sampling/createMessage` during a tool call (or a registry module that calls
+ * `ctx.createMessage`) gets an answer from an LLM, after PML decided it may.
  *
  * 1. **Permission.** Sampling by MCP `x` is the permission id `sampling:x` in `.pml.json` (so
  *    `deny`, `allow` and `ask` patterns work as for tools). `ask` is a `sampling` approval through
