@@ -142,8 +142,9 @@ export class Sampling {
       );
     }
     if (decision === "ask") {
+      const hints = (call.params.modelPreferences?.hints ?? []).flatMap((h) => h.name ?? []);
       const via = call.clientSample
-        ? "your MCP client's own model"
+        ? `your MCP client's own model${hints.length ? ` (it asks for ${hints.join(", ")})` : ""}`
         : `${endpoint!.provider} model ${endpoint!.model} with your ${endpoint!.keyName}`;
       const answer = await call.ask?.({
         type: "sampling",
@@ -153,7 +154,7 @@ export class Sampling {
         context: {
           server: call.server,
           path,
-          model: endpoint?.model,
+          model: endpoint?.model ?? hints[0],
           messages: call.params.messages.length,
           characters: size,
           maxTokens: call.params.maxTokens,

@@ -166,11 +166,17 @@ Deno.test("sampling permission: asked once with the MCP, path and size; 'always'
     sample: () => ({ role: "assistant", model: "m", content: { type: "text", text: "fine" } }),
   });
   const refused = answerOf(
-    await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "12345" } }),
+    await g.client.callTool({
+      name: "sampler:ask",
+      arguments: { prompt: "12345", hint: "claude-x" },
+    }),
   );
   assertStringIncludes(refused.error ?? "", 'The user refused sampling by "sampler"');
   const question = questions.find((q) => q.includes("for a completion"))!;
-  assertStringIncludes(question, `Allow "sampler" to ask your MCP client's own model`);
+  assertStringIncludes(
+    question,
+    `Allow "sampler" to ask your MCP client's own model (it asks for claude-x)`,
+  );
   assertStringIncludes(question, "1 message(s), 5 characters, up to 200 tokens");
   answer = "always";
   const first = answerOf(
@@ -184,6 +190,31 @@ Deno.test("sampling permission: asked once with the MCP, path and size; 'always'
   const before = questions.length;
   await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "y" } });
   assertEquals(questions.length, before, "not asked again after always");
+});
+
+Deno.test("sampling permission: the question names the model, the provider and the key's variable, never the prompt", async () => {
+  await using ws = workspace({}, { env: ["ANTHROPIC_API_KEY"] });
+  await using api = scriptedApi([]);
+  const questions: string[] = [];
+  await using g = await gatewayFor(ws, {
+    elicit: (m) => (questions.push(m), m.startsWith("Run sampler") ? "yes" : "no"),
+    env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: api.url },
+  });
+  const { error } = answerOf(
+    await g.client.callTool({
+      name: "sampler:ask",
+      arguments: { prompt: "secret plan", hint: "claude-opus-9" },
+    }),
+  );
+  assertStringIncludes(error ?? "", "The user refused sampling");
+  const question = questions.find((q) => q.includes("for a completion"))!;
+  assertStringIncludes(
+    question,
+    'Allow "sampler" to ask anthropic model claude-opus-9 with your ANTHROPIC_API_KEY',
+  );
+  assertStringIncludes(question, "11 characters");
+  assert(!question.includes("secret plan") && !question.includes(KEY));
+  assertEquals(api.requests.length, 0, "refused before the API is reached");
 });
 
 Deno.test("sampling permission: a client that cannot be asked gets how to allow it", async () => {
