@@ -322,7 +322,11 @@ export class Gateway {
   async #sample(
     server: string,
     params: CreateMessageRequestParams,
-    opts: { allowedToolPatterns: readonly string[]; signal?: AbortSignal },
+    opts: {
+      allowedToolPatterns: readonly string[];
+      signal?: AbortSignal;
+      onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+    },
     channel: CallChannel,
   ): Promise<CreateMessageResult> {
     const sampling = this.#deps.sampling;
@@ -335,6 +339,7 @@ export class Gateway {
       params,
       allowedToolPatterns: opts.allowedToolPatterns,
       signal: opts.signal ?? channel.signal,
+      onprogress: opts.onprogress,
       clientSample: channel.sample,
       clientTools: channel.sampleTools,
       ask: elicit

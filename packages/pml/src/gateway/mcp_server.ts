@@ -120,7 +120,12 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
             extra.sendRequest(
               { method: "sampling/createMessage", params },
               params.tools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema,
-              { signal: o.signal, timeout: SAMPLING_TIMEOUT_MS },
+              {
+                signal: o.signal,
+                timeout: SAMPLING_TIMEOUT_MS,
+                // The client's progress goes back to the MCP under its own token.
+                ...(o.onprogress ? { onprogress: o.onprogress } : {}),
+              },
             ) as Promise<CreateMessageResult>
           : undefined,
         sampleTools: sampling?.tools !== undefined,

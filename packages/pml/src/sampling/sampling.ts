@@ -1,6 +1,7 @@
 /**
- * Sampling for local MCPs (issue "sampling", story 14.6): a stdio dependency that sends
- * `sampling/createMessage` during a tool call gets an answer from an LLM, after PML decided it may.
+ * Sampling for local MCPs (issue "sampling", story 14.6, docs/sampling.md): a stdio dependency
+ * that sends `sampling/createMessage` during a tool call (or a registry module that calls
+ * `ctx.createMessage`) gets an answer from an LLM, after PML decided it may.
  *
  * 1. **Permission.** Sampling by MCP `x` is the permission id `sampling:x` in `.pml.json` (so
  *    `deny`, `allow` and `ask` patterns work as for tools). `ask` is a `sampling` approval through
@@ -38,8 +39,11 @@ import { exposedName } from "../gateway/names.ts";
 /** Sends a sampling request to the connected client (present when it declared `sampling`). */
 export type ClientSample = (
   params: CreateMessageRequestParams,
-  opts: { signal?: AbortSignal },
+  opts: { signal?: AbortSignal; onprogress?: SamplingProgress },
 ) => Promise<CreateMessageResult>;
+
+/** Progress of a request relayed to the client, sent back to the MCP that asked. */
+export type SamplingProgress = (p: { progress: number; total?: number; message?: string }) => void;
 
 /** What the loop's tools are and how one runs: the gateway, with its whole pipeline. */
 export interface SamplingTools {
@@ -85,6 +89,8 @@ export interface SamplingCall {
   readonly clientTools?: boolean;
   readonly tools: SamplingTools;
   readonly signal?: AbortSignal;
+  /** The MCP asked for progress of its request: the client's progress is sent back to it. */
+  readonly onprogress?: SamplingProgress;
 }
 
 /** The `_meta` key of a result that says how PML answered. */
@@ -136,8 +142,9 @@ export class Sampling {
       );
     }
     if (decision === "ask") {
+      const hints = (call.params.modelPreferences?.hints ?? []).flatMap((h) => h.name ?? []);
       const via = call.clientSample
-        ? "your MCP client's own model"
+        ? `your MCP client's own model${hints.length ? ` (it asks for ${hints.join(", ")})` : ""}`
         : `${endpoint!.provider} model ${endpoint!.model} with your ${endpoint!.keyName}`;
       const answer = await call.ask?.({
         type: "sampling",
@@ -147,7 +154,7 @@ export class Sampling {
         context: {
           server: call.server,
           path,
-          model: endpoint?.model,
+          model: endpoint?.model ?? hints[0],
           messages: call.params.messages.length,
           characters: size,
           maxTokens: call.params.maxTokens,
@@ -169,6 +176,9 @@ export class Sampling {
       if (answer === "always") await this.#d.allowAlways(id);
     }
 
+    // The BYOK path's whole time: the loop checks it between turns, this ends a turn that hangs.
+    // (A relayed request has its own timeout: a human may review it in the client.)
+    const deadline = AbortSignal.timeout(this.#bounds.timeMs);
     const loopable = call.clientSample ? call.clientTools === true : true;
     const offered = !loopable || call.params.tools?.length || call.allowedToolPatterns.length === 0
       ? []
@@ -179,11 +189,19 @@ export class Sampling {
       ? (params: CreateMessageRequestParams, tools?: readonly Tool[]) =>
         call.clientSample!(tools?.length ? { ...params, tools: [...tools] } : params, {
           signal: call.signal,
+          onprogress: call.onprogress,
         })
       : (params: CreateMessageRequestParams, tools?: readonly Tool[]) =>
         callLlm(endpoint!, { params, tools: tools ?? params.tools }, {
           fetch: this.#d.fetch,
-          signal: call.signal,
+          signal: call.signal ? AbortSignal.any([call.signal, deadline]) : deadline,
+        }).catch((err) => {
+          if (!deadline.aborted || call.signal?.aborted) throw err;
+          throw new PmlError(
+            "SAMPLING_TIME",
+            `Sampling by "${call.server}" stopped at its time bound (${this.#bounds.timeMs} ms) ` +
+              `while the ${endpoint!.provider} API had not answered`,
+          );
         });
     try {
       const { result, turns, toolCalls, stopped } = await this.#loop(call, offered, model);

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { McpError } from "../sdk/types.ts";
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
+import { anthropicToolThenText, scriptedApi } from "./_testing.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
 const FIXTURE = join(ROOT, "tests", "fixtures", "sampling_server.mjs");
@@ -25,7 +26,7 @@ function workspace(
       sampler: {
         type: "stdio",
         install: { command: "node", args: [FIXTURE] },
-        // The fixture and the SDK it imports, read-only.
+        // The fixture and the SDK it imports, read-only (node_modules may be a link elsewhere).
         permissions: { read: [ROOT, Deno.realPathSync(join(ROOT, "node_modules"))] },
         tools: [{ name: "sampler:ask", inputSchema: { type: "object" } }],
         allowedToolPatterns: ["filesystem:read_file"],
@@ -36,34 +37,19 @@ function workspace(
 }
 
 /** What the fixture's tool got back from its `createMessage`. */
-function answerOf(result: unknown): { ok?: Record<string, unknown>; error?: string } {
-  return JSON.parse(textOf(result));
+function answerOf(
+  result: unknown,
+): { ok?: Record<string, unknown>; error?: string; progress?: unknown[] } {
+  const text = textOf(result);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`the fixture's tool did not answer with its JSON: ${text}`);
+  }
 }
 
 /** The dependency question (the raw command runs once approved) is answered yes. */
 const yesToInstall = (m: string) => (m.startsWith("Run sampler") ? "yes" as const : "no" as const);
-
-/** A scripted LLM API on loopback: answers in order, records each request. */
-function scriptedApi(answers: unknown[]) {
-  const requests: { path: string; headers: Headers; body: Record<string, unknown> }[] = [];
-  let next = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-    requests.push({
-      path: new URL(req.url).pathname,
-      headers: req.headers,
-      body: await req.json(),
-    });
-    const answer = answers[Math.min(next++, answers.length - 1)];
-    return Response.json(answer);
-  });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    requests,
-    async [Symbol.asyncDispose]() {
-      await server.shutdown();
-    },
-  };
-}
 
 Deno.test("sampling relay: a client that declares sampling gets the MCP's request unchanged, and the MCP its answer", async () => {
   await using ws = workspace({ allow: ["sampler", "sampling:sampler"] });
@@ -111,6 +97,45 @@ Deno.test("sampling relay: the client's error reaches the MCP as its request's e
   assertStringIncludes(error ?? "", "the user rejected the sampling request");
 });
 
+// The fixture cancels its request when the first progress arrives: the client answers only once
+// cancelled, so this needs both directions. (Progress sent just before an answer can be dropped by
+// the MCP's own SDK, which handles a response before a notification read with it.)
+Deno.test("sampling relay: the client's progress reaches the MCP under its own token, and the MCP's cancellation reaches the client", async () => {
+  await using ws = workspace({ allow: ["sampler", "sampling:sampler"] });
+  let cancelled!: () => void;
+  const clientCancelled = new Promise<void>((resolve) => cancelled = resolve);
+  await using g = await gatewayFor(ws, {
+    elicit: yesToInstall,
+    sample: async (params, extra) => {
+      extra.signal.addEventListener("abort", () => cancelled());
+      const token = params._meta?.progressToken;
+      assert(token !== undefined, "the relayed request asks the client for progress");
+      await extra.sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: 1, total: 2, message: "reading" },
+      });
+      // Answers only once cancelled (the MCP cancels on the progress above).
+      await new Promise((resolve) => extra.signal.addEventListener("abort", resolve));
+      throw new Error("cancelled");
+    },
+  });
+  const r = answerOf(
+    await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "x", cancel: true } }),
+  );
+  assertStringIncludes(r.error ?? "", "cancelled by the MCP");
+  assertEquals(r.progress, [{ progress: 1, total: 2, message: "reading" }]);
+  // The SDK handles notifications a turn after responses: the cancellation may reach the client
+  // just after the tool's result. A safety net, not a speed assertion: it only turns a hang into
+  // a failure.
+  let net: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    clientCancelled,
+    new Promise((_, reject) => {
+      net = setTimeout(() => reject(new Error("the client's request was never cancelled")), 60_000);
+    }),
+  ]).finally(() => clearTimeout(net));
+});
+
 Deno.test("sampling permission: deny refuses before any model is reached; the audit says so", async () => {
   await using ws = workspace({ deny: ["sampling:sampler"] });
   let asked = 0;
@@ -141,11 +166,17 @@ Deno.test("sampling permission: asked once with the MCP, path and size; 'always'
     sample: () => ({ role: "assistant", model: "m", content: { type: "text", text: "fine" } }),
   });
   const refused = answerOf(
-    await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "12345" } }),
+    await g.client.callTool({
+      name: "sampler:ask",
+      arguments: { prompt: "12345", hint: "claude-x" },
+    }),
   );
   assertStringIncludes(refused.error ?? "", 'The user refused sampling by "sampler"');
   const question = questions.find((q) => q.includes("for a completion"))!;
-  assertStringIncludes(question, `Allow "sampler" to ask your MCP client's own model`);
+  assertStringIncludes(
+    question,
+    `Allow "sampler" to ask your MCP client's own model (it asks for claude-x)`,
+  );
   assertStringIncludes(question, "1 message(s), 5 characters, up to 200 tokens");
   answer = "always";
   const first = answerOf(
@@ -159,6 +190,31 @@ Deno.test("sampling permission: asked once with the MCP, path and size; 'always'
   const before = questions.length;
   await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "y" } });
   assertEquals(questions.length, before, "not asked again after always");
+});
+
+Deno.test("sampling permission: the question names the model, the provider and the key's variable, never the prompt", async () => {
+  await using ws = workspace({}, { env: ["ANTHROPIC_API_KEY"] });
+  await using api = scriptedApi([]);
+  const questions: string[] = [];
+  await using g = await gatewayFor(ws, {
+    elicit: (m) => (questions.push(m), m.startsWith("Run sampler") ? "yes" : "no"),
+    env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: api.url },
+  });
+  const { error } = answerOf(
+    await g.client.callTool({
+      name: "sampler:ask",
+      arguments: { prompt: "secret plan", hint: "claude-opus-9" },
+    }),
+  );
+  assertStringIncludes(error ?? "", "The user refused sampling");
+  const question = questions.find((q) => q.includes("for a completion"))!;
+  assertStringIncludes(
+    question,
+    'Allow "sampler" to ask anthropic model claude-opus-9 with your ANTHROPIC_API_KEY',
+  );
+  assertStringIncludes(question, "11 characters");
+  assert(!question.includes("secret plan") && !question.includes(KEY));
+  assertEquals(api.requests.length, 0, "refused before the API is reached");
 });
 
 Deno.test("sampling permission: a client that cannot be asked gets how to allow it", async () => {
@@ -184,25 +240,9 @@ Deno.test("sampling BYOK, Anthropic Messages: the model reads a file through the
     { env: ["ANTHROPIC_API_KEY"] },
   );
   ws.write("note.txt", "the answer is 42");
-  await using api = scriptedApi([
-    {
-      model: "claude-test",
-      content: [{
-        type: "tool_use",
-        id: "tu_1",
-        name: "filesystem__read_file",
-        input: { path: "note.txt" },
-      }],
-      stop_reason: "tool_use",
-      usage: { output_tokens: 10 },
-    },
-    {
-      model: "claude-test",
-      content: [{ type: "text", text: "It says 42." }],
-      stop_reason: "end_turn",
-      usage: { output_tokens: 5 },
-    },
-  ]);
+  await using api = scriptedApi(
+    anthropicToolThenText("filesystem__read_file", { path: "note.txt" }, "It says 42."),
+  );
   await using g = await gatewayFor(ws, {
     elicit: yesToInstall,
     env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: api.url },
@@ -316,6 +356,36 @@ Deno.test("sampling BYOK: the loop stops at its turn bound and says so", async (
   assertEquals(meta.turns, 3);
   assertEquals(api.requests.length, 3);
   assertStringIncludes((ok?.content as { text: string }).text, "stopped at its bound (max_turns)");
+});
+
+Deno.test("sampling BYOK: an API that never answers is ended at the time bound, with a clear error", async () => {
+  await using ws = workspace({ allow: ["sampler", "sampling:sampler"] }, {
+    env: ["ANTHROPIC_API_KEY"],
+  });
+  let arrived!: () => void;
+  const reached = new Promise<void>((resolve) => arrived = resolve);
+  // Holds every request open until the test ends.
+  const hold = Promise.withResolvers<void>();
+  await using api = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async () => {
+    arrived();
+    await hold.promise;
+    return new Response("{}");
+  });
+  await using g = await gatewayFor(ws, {
+    elicit: yesToInstall,
+    env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${api.addr.port}` },
+    sampling: { bounds: { timeMs: 500 } },
+  });
+  try {
+    const { error } = answerOf(
+      await g.client.callTool({ name: "sampler:ask", arguments: { prompt: "hang" } }),
+    );
+    await reached;
+    assertStringIncludes(error ?? "", "stopped at its time bound (500 ms)");
+    assertStringIncludes(ws.read(".pml/audit.log"), '"result":"failed"');
+  } finally {
+    hold.resolve();
+  }
 });
 
 Deno.test("sampling BYOK: no client sampling and no key listed in .pml.json env → the error names the variable", async () => {

@@ -88,13 +88,27 @@ function mcpProxy(callId: number): unknown {
   });
 }
 
+/** `ctx.createMessage(params)`: a `sampling/createMessage` of the module, answered by the host. */
+function createMessage(callId: number): (params: unknown) => Promise<unknown> {
+  return (params) =>
+    new Promise((resolve, reject) => {
+      const id = nextMcpId++;
+      pendingMcp.set(id, { resolve, reject });
+      send({ t: "sample", id, callId, params });
+    });
+}
+
 async function runCall(modules: ModuleTable, msg: Extract<HostMessage, { t: "call" }>) {
   try {
     const fn = modules[msg.ns]?.[msg.action];
     if (typeof fn !== "function" || msg.action.startsWith("_")) {
       throw new TypeError(`Module "${msg.ns}" has no action "${msg.action}"`);
     }
-    const value = await (fn as ModuleFn)(msg.args ?? {}, { ...msg.ctx, mcp: mcpProxy(msg.id) });
+    const value = await (fn as ModuleFn)(msg.args ?? {}, {
+      ...msg.ctx,
+      mcp: mcpProxy(msg.id),
+      createMessage: createMessage(msg.id),
+    });
     send({ t: "result", id: msg.id, ok: true, value: value === undefined ? null : value });
   } catch (err) {
     send({ t: "result", id: msg.id, ok: false, error: toWire(err) });

@@ -5,6 +5,9 @@
  * - `call`: run `action` of module `ns` with `args`; answered by one `result` with the same id.
  * - `mcp`: inside a call, the module called `mcp.<ns>.<action>(args)`; the host runs it through the
  *   whole pipeline (permission, routing) and answers `mcp_result` with the same id.
+ * - `sample`: inside a call, the module called `ctx.createMessage(params)` (MCP sampling); the host
+ *   answers it as a sampling request of the module's namespace (`sampling/sampling.ts`) with an
+ *   `mcp_result` of the same id (the ids of `mcp` and `sample` are one sequence).
  */
 export type HostMessage =
   | {
@@ -22,7 +25,8 @@ export type SandboxMessage =
   | { t: "ready" }
   | { t: "result"; id: number; ok: true; value: unknown }
   | { t: "result"; id: number; ok: false; error: WireError }
-  | { t: "mcp"; id: number; callId: number; tool: string; args: unknown };
+  | { t: "mcp"; id: number; callId: number; tool: string; args: unknown }
+  | { t: "sample"; id: number; callId: number; params: unknown };
 
 /** An error as it crosses the pipe. `name` is the JS error class (`NotCapable`, `TypeError`, …). */
 export interface WireError {

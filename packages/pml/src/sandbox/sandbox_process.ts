@@ -65,6 +65,8 @@ export function sandboxFlags(spec: SandboxSpec): string[] {
 
 /** Handles a nested `mcp.ns.action()` call made by sandboxed code. */
 export type McpHandler = (tool: string, args: unknown) => Promise<unknown>;
+/** Answers a module's `ctx.createMessage(params)` (params as the module sent them, unchecked). */
+export type SampleHandler = (params: unknown) => Promise<unknown>;
 
 /** Error thrown inside the sandbox, carried back with its class name. */
 export class SandboxError extends Error {
@@ -78,6 +80,7 @@ interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: Error) => void;
   onMcp?: McpHandler;
+  onSample?: SampleHandler;
   timer?: ReturnType<typeof setTimeout>;
 }
 
@@ -193,7 +196,7 @@ export class SandboxProcess {
    */
   call(
     req: { ns: string; action: string; args: unknown; workspace: string },
-    opts: { timeoutMs?: number; onMcp?: McpHandler } = {},
+    opts: { timeoutMs?: number; onMcp?: McpHandler; onSample?: SampleHandler } = {},
   ): Promise<unknown> {
     if (!this.#alive) {
       return Promise.reject(
@@ -202,7 +205,7 @@ export class SandboxProcess {
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      const pending: Pending = { resolve, reject, onMcp: opts.onMcp };
+      const pending: Pending = { resolve, reject, onMcp: opts.onMcp, onSample: opts.onSample };
       if (opts.timeoutMs) {
         pending.timer = setTimeout(() => {
           this.#exitReason = `"${req.ns}:${req.action}" timed out after ${opts.timeoutMs} ms`;
@@ -363,7 +366,7 @@ export class SandboxProcess {
       }
       return;
     }
-    if (msg.t === "mcp") {
+    if (msg.t === "mcp" || msg.t === "sample") {
       const p = this.#pending.get(msg.callId);
       const reply = (ok: boolean, valueOrError: unknown) =>
         this.#send(
@@ -371,11 +374,15 @@ export class SandboxProcess {
             ? { t: "mcp_result", id: msg.id, ok: true, value: valueOrError }
             : { t: "mcp_result", id: msg.id, ok: false, error: valueOrError as WireError },
         );
-      if (!p?.onMcp) {
-        reply(false, { name: "Error", message: `mcp.${msg.tool} is not available here` });
+      const run = msg.t === "mcp"
+        ? p?.onMcp && (() => p.onMcp!(msg.tool, msg.args))
+        : p?.onSample && (() => p.onSample!(msg.params));
+      if (!run) {
+        const what = msg.t === "mcp" ? `mcp.${msg.tool}` : "Sampling (ctx.createMessage)";
+        reply(false, { name: "Error", message: `${what} is not available here` });
         return;
       }
-      p.onMcp(msg.tool, msg.args).then(
+      run().then(
         (value) => reply(true, value ?? null),
         (err) =>
           reply(false, {

@@ -43,7 +43,12 @@ export interface CallContext {
   readonly sample?: (
     server: string,
     params: CreateMessageRequestParams,
-    opts: { allowedToolPatterns: readonly string[]; signal?: AbortSignal },
+    opts: {
+      allowedToolPatterns: readonly string[];
+      signal?: AbortSignal;
+      /** Present when the MCP asked for progress of its request. */
+      onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+    },
   ) => Promise<CreateMessageResult>;
 }
 

@@ -10,6 +10,7 @@ import { createMcpServer } from "../gateway/mcp_server.ts";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
 import {
+  type ClientNotification,
   type CreateMessageRequest,
   CreateMessageRequestSchema,
   type CreateMessageResult,
@@ -64,13 +65,22 @@ export function testConfig(ws: TempWorkspace, env: Record<string, string> = {}):
 
 type Decision = "yes" | "always" | "no";
 
+/** A test client's answer to `sampling/createMessage` (`extra` sends progress, has the signal). */
+export type SampleHandler = (
+  params: CreateMessageRequest["params"],
+  extra: {
+    signal: AbortSignal;
+    sendNotification: (n: ClientNotification) => Promise<void>;
+  },
+) => unknown;
+
 /** An SDK client connected in memory to a gateway; `elicit` answers elicitation if given. */
 export async function connectClient(
   gateway: Gateway,
   opts: {
     elicit?: (message: string) => Decision | "decline";
     /** Declares `sampling` and answers `sampling/createMessage` with this. */
-    sample?: (params: CreateMessageRequest["params"]) => unknown;
+    sample?: SampleHandler;
   } = {},
 ): Promise<Client & AsyncDisposable> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -89,7 +99,7 @@ export async function connectClient(
     const sample = opts.sample;
     client.setRequestHandler(
       CreateMessageRequestSchema,
-      async (req) => await sample(req.params) as CreateMessageResult,
+      async (req, extra) => await sample(req.params, extra) as CreateMessageResult,
     );
   }
   if (opts.elicit) {
@@ -116,7 +126,7 @@ export async function gatewayFor(
   opts: GatewayOptions & {
     env?: Record<string, string>;
     elicit?: (m: string) => Decision | "decline";
-    sample?: (params: CreateMessageRequest["params"]) => unknown;
+    sample?: SampleHandler;
   } = {},
 ): Promise<{ gateway: Gateway; client: Client } & AsyncDisposable> {
   const gateway = createGateway(testConfig(ws, opts.env), { prewarm: false, ...opts });

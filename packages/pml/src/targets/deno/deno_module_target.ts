@@ -26,7 +26,7 @@ import {
   type SandboxProcess,
   type SandboxSpec,
 } from "../../sandbox/sandbox_process.ts";
-import type { CallToolResult } from "../../sdk/types.ts";
+import { type CallToolResult, CreateMessageRequestSchema } from "../../sdk/types.ts";
 import {
   type CallContext,
   errorResult,
@@ -238,7 +238,11 @@ export class DenoModuleTarget implements Target {
     try {
       const value = await proc.call(
         { ns: call.ns, action: call.action, args: call.args, workspace: "" },
-        { timeoutMs: this.#d.timeoutMs ?? 30_000, onMcp: ctx.callTool },
+        {
+          timeoutMs: this.#d.timeoutMs ?? 30_000,
+          onMcp: ctx.callTool,
+          onSample: ctx.sample ? (params) => sampleFor(module, call.ns, params, ctx) : undefined,
+        },
       );
       return toCallToolResult(value);
     } catch (err) {
@@ -322,6 +326,35 @@ export function moduleNet(
     ? perms.net.filter((h): h is string => typeof h === "string")
     : [];
   return [...new Set([...own, ...declared.filter((h) => granted.includes(h))])];
+}
+
+/**
+ * A module's `ctx.createMessage(params)`: checked as an MCP `sampling/createMessage` request, then
+ * answered as a sampling request of its namespace, with the tools its `__meta__` names in
+ * `allowedToolPatterns`.
+ */
+async function sampleFor(
+  module: LoadedModule,
+  ns: string,
+  params: unknown,
+  ctx: CallContext,
+): Promise<unknown> {
+  const parsed = CreateMessageRequestSchema.safeParse({ method: "sampling/createMessage", params });
+  if (!parsed.success) {
+    throw new PmlError(
+      "SAMPLING_INVALID",
+      `ctx.createMessage of "${ns}": not a valid sampling/createMessage request: ${
+        parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")
+      }`,
+    );
+  }
+  const patterns = (module.scan.meta as { allowedToolPatterns?: unknown } | undefined)
+    ?.allowedToolPatterns;
+  return await ctx.sample!(ns, parsed.data.params, {
+    allowedToolPatterns: Array.isArray(patterns)
+      ? patterns.filter((p): p is string => typeof p === "string")
+      : [],
+  });
 }
 
 function toolOf(name: string): string {

@@ -7,6 +7,7 @@ import {
   type CreateMessageResult,
   ErrorCode,
   McpError,
+  type RequestId,
   type Tool,
 } from "../../sdk/types.ts";
 import { isPmlError } from "../../errors.ts";
@@ -29,11 +30,28 @@ export interface ServerCallOptions {
   readonly verify?: (listTools: () => Promise<readonly Tool[]>) => Promise<void>;
 }
 
-/** Answers one sampling request of the server (its cancellation arrives as `signal`). */
+/** Progress of a sampling request, as the model's side reports it. */
+export type SampleProgress = (p: { progress: number; total?: number; message?: string }) => void;
+
+/**
+ * Answers one sampling request of the server (its cancellation arrives as `signal`; `onprogress`
+ * is present when the server asked for progress with a token).
+ */
 export type ServerSample = (
   params: CreateMessageRequest["params"],
   signal: AbortSignal,
+  onprogress?: SampleProgress,
 ) => Promise<CreateMessageResult>;
+
+/** The request without its progress token (the next hop gets its own), all else unchanged. */
+function withoutProgressToken(
+  params: CreateMessageRequest["params"],
+): CreateMessageRequest["params"] {
+  if (params._meta?.progressToken === undefined) return params;
+  const { progressToken: _token, ...meta } = params._meta;
+  const { _meta, ...rest } = params;
+  return Object.keys(meta).length ? { ...rest, _meta: meta } : rest;
+}
 
 /** Signals by number, for exit codes 128 + n (what bubblewrap reports when its child was killed). */
 const SIGNALS: Record<number, string> = {
@@ -88,12 +106,11 @@ export class ServerProcess {
     );
     // Filled in once the process object exists (the handler needs its calls in flight).
     const started: { process?: ServerProcess } = {};
-    // The server cancels a sampling request it gave up on (its own timeout): its id may be 0,
-    // which the SDK's own cancellation handling skips (`if (!requestId) return`), so PML keeps
-    // the abort controllers of the sampling requests it answers and aborts them itself.
-    const cancels = new Map<string | number, AbortController>();
-    client.setNotificationHandler(CancelledNotificationSchema, (notification) => {
-      cancels.get(notification.params.requestId ?? "")?.abort(notification.params.reason);
+    // The server's cancellations of its sampling requests. The SDK's own handler ignores request
+    // id 0 (it tests the id for truth), and a server's first request has id 0.
+    const cancels = new Map<RequestId, AbortController>();
+    client.setNotificationHandler(CancelledNotificationSchema, (n) => {
+      if (n.params.requestId !== undefined) cancels.get(n.params.requestId)?.abort(n.params.reason);
     });
     client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
       // Over stdio a request carries no link to the call it belongs to: the oldest call in flight
@@ -108,7 +125,18 @@ export class ServerProcess {
       const cancel = new AbortController();
       cancels.set(extra.requestId, cancel);
       try {
-        return await sample(request.params, cancel.signal);
+        // The server's progress token is its own: progress from the model's side is sent back
+        // under it (the hop to the client gets a token of PML's).
+        const token = request.params._meta?.progressToken;
+        const onprogress: SampleProgress | undefined = token === undefined
+          ? undefined
+          : (p) =>
+            void extra.sendNotification({
+              method: "notifications/progress",
+              params: { progressToken: token, ...p },
+            }).catch(() => {});
+        const signal = AbortSignal.any([extra.signal, cancel.signal]);
+        return await sample(withoutProgressToken(request.params), signal, onprogress);
       } catch (err) {
         if (err instanceof McpError) throw err;
         // A PML refusal (denied, no key, …): the MCP gets it as its request's error.

@@ -436,10 +436,11 @@ export class StdioTarget implements Target {
           ? (p) => void ctx.progress!(p.progress, p.total, p.message).catch(() => {})
           : undefined,
         sample: ctx.sample
-          ? (params, signal) =>
+          ? (params, signal, onprogress) =>
             ctx.sample!(spec.server, params, {
               allowedToolPatterns: this.#patterns.get(spec.server) ?? [],
               signal,
+              onprogress,
             })
           : undefined,
         verify: this.#verifier(spec.server),
