@@ -6,6 +6,7 @@
  * control files. Through a spawned `pml stdio` with a real API key and a BYOK key in its
  * environment. Family: raw_command. Every attempt must see nothing, change nothing and leak no key.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
@@ -147,18 +148,9 @@ Deno.test("attack raw_command: an approved raw command's server sees the workspa
   assertEquals(connections, 0, "no connection reached the loopback listener");
   assert(!outcomes[5].includes("credentials"), `the user's home is not visible: ${outcomes[5]}`);
   for (const path of [outsideWrite, homeWrite]) {
-    assert(!exists(path), `${path} was written`);
+    assert(!existsSync(path), `${path} was written`);
   }
   assertEquals(ws.read("src/ok.txt"), "inside");
   assertEquals(ws.read(".pml.json"), pmlJson);
-  assert(!exists(join(ws.dir, ".mcp.json")) && !exists(join(ws.dir, "moved.json")));
+  assert(!existsSync(join(ws.dir, ".mcp.json")) && !existsSync(join(ws.dir, "moved.json")));
 });
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}

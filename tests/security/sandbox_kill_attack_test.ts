@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
-import { liveProcesses } from "../../packages/pml/src/procfs.ts";
+import { pidsMentioning } from "../../packages/pml/src/procfs.ts";
 import {
   SandboxProcess,
   type SandboxSpec,
@@ -20,23 +20,12 @@ const ROUNDS = 40;
 /** Delays between spawn and kill, in ms: the sandbox's setup takes a few. */
 const DELAYS = [0, 0, 0.5, 1, 2, 3, 5, 8];
 
-/** Live processes whose command line mentions `marker` (a unique workspace path). */
-function withMarker(marker: string): number[] {
-  return liveProcesses().filter((p) => {
-    try {
-      return Deno.readTextFileSync(`/proc/${p.pid}/cmdline`).includes(marker);
-    } catch {
-      return false;
-    }
-  }).map((p) => p.pid);
-}
-
 async function settle(marker: string): Promise<number[]> {
   // What was killed is gone within moments; what was left stays.
-  for (let i = 0; i < 40 && withMarker(marker).length > 0; i++) {
+  for (let i = 0; i < 40 && pidsMentioning(marker).length > 0; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
-  return withMarker(marker);
+  return pidsMentioning(marker);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

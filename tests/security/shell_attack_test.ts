@@ -12,7 +12,7 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
-import { liveProcesses } from "../../packages/pml/src/procfs.ts";
+import { liveProcesses, pidsMentioning } from "../../packages/pml/src/procfs.ts";
 import { connectStdio, PML_BIN, pmlEnv } from "../e2e/_spawn.ts";
 
 const API_KEY = "pml_live_SECRET_API_KEY_41";
@@ -48,15 +48,7 @@ function setUp() {
 const ENV = { PML_API_KEY: API_KEY, TAVILY_API_KEY: BYOK };
 
 /** Live processes whose command line mentions `marker` (a unique sleep length). */
-function withMarker(marker: string): number[] {
-  return liveProcesses().filter((p) => {
-    try {
-      return Deno.readTextFileSync(`/proc/${p.pid}/cmdline`).includes(marker);
-    } catch {
-      return false;
-    }
-  }).map((p) => p.pid);
-}
+const withMarker = pidsMentioning;
 
 async function waitFor(check: () => boolean, what: string, ms = 10_000) {
   const until = Date.now() + ms;

@@ -52,6 +52,17 @@ export function liveProcesses(opts: { zombies?: boolean } = {}): ProcStat[] {
   return out;
 }
 
+/** Live processes whose command line mentions `marker` (bubblewrap's own processes included). */
+export function pidsMentioning(marker: string): number[] {
+  return liveProcesses().filter((p) => {
+    try {
+      return Deno.readTextFileSync(`/proc/${p.pid}/cmdline`).includes(marker);
+    } catch {
+      return false;
+    }
+  }).map((p) => p.pid);
+}
+
 /** Pids of the running children of `pid` (with `zombies`, also the dead ones not yet reaped). */
 export function childPids(pid: number, opts: { zombies?: boolean } = {}): number[] {
   return liveProcesses(opts).filter((p) => p.ppid === pid).map((p) => p.pid);

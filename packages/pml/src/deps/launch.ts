@@ -44,6 +44,12 @@ export function osWallRefusal(
     `"sandbox": {"unconfined": true} in .pml.json.`;
 }
 
+/** Throws the {@link osWallRefusal} as a `NO_OS_SANDBOX` error when there is one. */
+function refuseWithoutOsWall(server: string, os: OsSandboxStatus, unconfined: boolean): void {
+  const refusal = osWallRefusal(server, os, unconfined);
+  if (refusal) throw new PmlError("NO_OS_SANDBOX", refusal, { details: { server } });
+}
+
 /** The line every result of an unconfined server starts with. */
 export function unconfinedNote(reason: string): string {
   return `[pml: ran UNCONFINED (${reason}); ".pml.json" sandbox.unconfined is set]\n`;
@@ -156,10 +162,7 @@ export function denoLaunch(
   };
   const os = ctx.osSandbox ?? detectOsSandbox();
   if (!os.available) {
-    const refusal = osWallRefusal(meta.server, os, ctx.unconfined ?? false);
-    if (refusal) {
-      throw new PmlError("NO_OS_SANDBOX", refusal, { details: { server: meta.server } });
-    }
+    refuseWithoutOsWall(meta.server, os, ctx.unconfined ?? false);
     return {
       server: meta.server,
       command: ctx.denoPath,
@@ -220,10 +223,7 @@ export function commandLaunch(
   const declared = pick(ctx.env, declaredEnv(meta));
   const os = ctx.osSandbox ?? detectOsSandbox(ctx.env.PATH);
   if (!os.available) {
-    const refusal = osWallRefusal(meta.server, os, ctx.unconfined ?? false);
-    if (refusal) {
-      throw new PmlError("NO_OS_SANDBOX", refusal, { details: { server: meta.server } });
-    }
+    refuseWithoutOsWall(meta.server, os, ctx.unconfined ?? false);
     return {
       server: meta.server,
       command,

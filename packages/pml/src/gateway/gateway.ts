@@ -21,6 +21,7 @@ import {
   errorResult,
   fromCallToolResult,
   resultText,
+  type SampleOptions,
   type Target,
   type ToolCall,
   type ToolInfo,
@@ -322,11 +323,7 @@ export class Gateway {
   async #sample(
     server: string,
     params: CreateMessageRequestParams,
-    opts: {
-      allowedToolPatterns: readonly string[];
-      signal?: AbortSignal;
-      onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
-    },
+    opts: SampleOptions,
     channel: CallChannel,
   ): Promise<CreateMessageResult> {
     const sampling = this.#deps.sampling;

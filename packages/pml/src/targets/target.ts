@@ -43,13 +43,17 @@ export interface CallContext {
   readonly sample?: (
     server: string,
     params: CreateMessageRequestParams,
-    opts: {
-      allowedToolPatterns: readonly string[];
-      signal?: AbortSignal;
-      /** Present when the MCP asked for progress of its request. */
-      onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
-    },
+    opts: SampleOptions,
   ) => Promise<CreateMessageResult>;
+}
+
+/** How a sampling request of an MCP is to be answered (see {@link CallContext.sample}). */
+export interface SampleOptions {
+  /** The gateway tools the model may use (permission patterns of the MCP's metadata). */
+  readonly allowedToolPatterns: readonly string[];
+  readonly signal?: AbortSignal;
+  /** Present when the MCP asked for progress of its request. */
+  readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
 }
 
 /**

@@ -80,8 +80,6 @@ export class StdioTarget implements Target {
   /** Verified launch specs, by server, with the metadata version they were made for. */
   readonly #ready = new Map<string, { pin: string; spec: LaunchSpec }>();
   readonly #installs = new Map<string, Promise<LaunchSpec>>();
-  /** Each server's `allowedToolPatterns` (tools its sampling requests may use), from metadata. */
-  readonly #patterns = new Map<string, readonly string[]>();
   /** Metadata objects whose pin was checked in this session. */
   readonly #pinned = new WeakSet<DependencyMeta>();
   /** Servers whose metadata is pinned: their own tool lists are checked too. */
@@ -153,7 +151,6 @@ export class StdioTarget implements Target {
   async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
     const meta = await this.#meta(call.ns);
     if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
-    this.#patterns.set(meta.server, meta.allowedToolPatterns);
     const missing = missingEnv(meta, this.#d.env);
     if (missing.length) {
       return errorResult(missingEnvMessage(meta.server, missing), {
@@ -243,7 +240,7 @@ export class StdioTarget implements Target {
   ): Promise<CallToolResult> {
     const pin = pinOf(meta);
     const ready = this.#ready.get(meta.server);
-    if (ready?.pin === pin) return await this.#run(ready.spec, call, ctx);
+    if (ready?.pin === pin) return await this.#run(meta, ready.spec, call, ctx);
     let spec: LaunchSpec | undefined;
     try {
       spec = await this.#recorded(meta);
@@ -252,7 +249,7 @@ export class StdioTarget implements Target {
     }
     if (spec) {
       this.#ready.set(meta.server, { pin, spec });
-      return await this.#run(spec, call, ctx);
+      return await this.#run(meta, spec, call, ctx);
     }
     if (installApproved) return await this.#afterApproval("yes", meta, call, ctx);
     return await ctx.ask(
@@ -349,7 +346,7 @@ export class StdioTarget implements Target {
       return await this.#refuse(meta, err);
     }
     this.#ready.set(meta.server, { pin: pinOf(meta), spec });
-    return await this.#run(spec, call, ctx);
+    return await this.#run(meta, spec, call, ctx);
   }
 
   /** The launch spec of an install recorded for exactly this metadata, verified; else undefined. */
@@ -407,14 +404,19 @@ export class StdioTarget implements Target {
     return this.#denoSpec(meta, installed);
   }
 
-  async #run(spec: LaunchSpec, call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+  async #run(
+    meta: DependencyMeta,
+    spec: LaunchSpec,
+    call: ToolCall,
+    ctx: CallContext,
+  ): Promise<CallToolResult> {
     let result: CallToolResult;
     try {
-      result = await this.#callServer(spec, call, ctx);
+      result = await this.#callServer(meta, spec, call, ctx);
     } catch (err) {
       const check = err instanceof ToolsChanged ? err.check : undefined;
       if (!check) throw err;
-      return await this.#askIntegrity(check, call, ctx, () => this.#run(spec, call, ctx));
+      return await this.#askIntegrity(check, call, ctx, () => this.#run(meta, spec, call, ctx));
     }
     if (!spec.unconfined) return result;
     return {
@@ -424,6 +426,7 @@ export class StdioTarget implements Target {
   }
 
   async #callServer(
+    meta: DependencyMeta,
     spec: LaunchSpec,
     call: ToolCall,
     ctx: CallContext,
@@ -438,7 +441,7 @@ export class StdioTarget implements Target {
         sample: ctx.sample
           ? (params, signal, onprogress) =>
             ctx.sample!(spec.server, params, {
-              allowedToolPatterns: this.#patterns.get(spec.server) ?? [],
+              allowedToolPatterns: meta.allowedToolPatterns,
               signal,
               onprogress,
             })
