@@ -1,8 +1,8 @@
-import { Buffer } from "node:buffer";
 import type { JSONRPCMessage } from "../../sdk/types.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { killWithChildren } from "../../procfs.ts";
-import { ReadBuffer, serializeMessage, type Transport } from "./_sdk_shared.ts";
+import { forEachLine } from "../../sandbox/_lines.ts";
+import { serializeMessage, type Transport } from "./_sdk_shared.ts";
 
 /** How a child ended. */
 export interface ExitInfo {
@@ -149,24 +149,29 @@ export class ChildTransport implements Transport {
     } catch { /* group already gone */ }
   }
 
+  /**
+   * Reads newline-delimited JSON-RPC from the server. Each line is parsed once and checked for the
+   * envelope only: the SDK's protocol layer sorts it into request, notification or response with
+   * its own schemas, so the SDK's `ReadBuffer` (which ran the whole message schema first) did the
+   * same work twice per message.
+   */
   async #readStdout(stdout: ReadableStream<Uint8Array>): Promise<void> {
-    const buffer = new ReadBuffer();
-    try {
-      for await (const chunk of stdout) {
-        buffer.append(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        while (true) {
-          let message: JSONRPCMessage | null;
-          try {
-            message = buffer.readMessage();
-          } catch (err) {
-            this.onerror?.(err as Error); // a non-JSON line: skipped
-            continue;
-          }
-          if (!message) break;
-          this.onmessage?.(message);
-        }
+    await forEachLine(stdout, (raw) => {
+      const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+      if (line.trim() === "") return;
+      let message: unknown;
+      try {
+        message = JSON.parse(line);
+      } catch (err) {
+        this.onerror?.(err as Error); // a non-JSON line: skipped
+        return;
       }
-    } catch { /* process gone */ }
+      if (!isJsonRpcEnvelope(message)) {
+        this.onerror?.(new Error(`not a JSON-RPC 2.0 message: ${line.slice(0, 200)}`));
+        return;
+      }
+      this.onmessage?.(message);
+    });
   }
 
   async #readStderr(stderr: ReadableStream<Uint8Array>): Promise<void> {
@@ -192,4 +197,10 @@ export class NotDeliveredError extends Error {
     super(message, options);
     this.name = "NotDeliveredError";
   }
+}
+
+/** An object with `jsonrpc: "2.0"`: what a line must be to reach the protocol layer. */
+function isJsonRpcEnvelope(value: unknown): value is JSONRPCMessage {
+  return typeof value === "object" && value !== null && !Array.isArray(value) &&
+    (value as { jsonrpc?: unknown }).jsonrpc === "2.0";
 }

@@ -149,7 +149,7 @@ export class StdioProcessManager {
   }
 
   async #acquire(slot: Slot, spec: LaunchSpec): Promise<ServerProcess> {
-    const key = JSON.stringify([spec.command, spec.args, spec.env, spec.cwd]);
+    const key = launchKey(spec);
     if (slot.proc?.alive && slot.key === key) return slot.proc;
     if (slot.starting && slot.key === key) return await slot.starting;
     if (slot.proc?.alive) await this.stop(spec.server); // launch spec changed: restart
@@ -225,4 +225,19 @@ export class StdioProcessManager {
       }
     }, this.#sup.idleMs);
   }
+}
+
+const launchKeys = new WeakMap<LaunchSpec, string>();
+
+/**
+ * What identifies a launch (a changed one restarts the server), computed once per spec object: the
+ * stdio target hands the same spec to every call, and its environment is the whole of the user's.
+ */
+function launchKey(spec: LaunchSpec): string {
+  let key = launchKeys.get(spec);
+  if (key === undefined) {
+    key = JSON.stringify([spec.command, spec.args, spec.env, spec.cwd]);
+    launchKeys.set(spec, key);
+  }
+  return key;
 }
