@@ -11,6 +11,7 @@
  * write per line cost about half of a round trip through `readable`/`writable` streams.
  */
 import { forEachLine } from "./_lines.ts";
+import { idleCollector } from "./_idle_gc.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -19,6 +20,8 @@ type ModuleFn = (args: any, ctx: any) => unknown;
 export type ModuleTable = Record<string, Record<string, unknown>>;
 
 const rawRead = Deno.stdin.read.bind(Deno.stdin);
+// Taken now as well (before any module code runs); only the std sandboxes expose `gc`.
+const collectWhenIdle = idleCollector();
 const rawWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
 // What `send` calls on the way out, taken now as well: code running in this process (pml:execute
 // code, registry modules) may replace prototype methods later, and a replaced `subarray` or
@@ -132,6 +135,7 @@ export async function serveModules(modules: ModuleTable): Promise<void> {
   send({ t: "ready" });
   await forEachLine(stdinChunks(), (line) => {
     if (line.trim() === "") return;
+    collectWhenIdle?.();
     try {
       handle(modules, JSON.parse(line) as HostMessage);
     } catch (err) {

@@ -124,11 +124,12 @@ export class StdTarget implements Target {
     // Control files are bound read-only over the writable workspace (DESIGN §12). Only existing
     // ones can be bound: when one appears (the human runs `pml init`), the policy changes and the
     // pool starts a new sandbox for it.
-    const protect = controlFilePaths(workspace).filter((p) => existsSync(p));
+    const protect = () => controlFilePaths(workspace).filter((p) => existsSync(p));
     switch (access) {
       case "read":
         return {
           entry: ENTRY,
+          lean: true,
           read: readRoots,
           write: [],
           net: [],
@@ -140,17 +141,19 @@ export class StdTarget implements Target {
       case "write":
         return {
           entry: ENTRY,
+          lean: true,
           read: readRoots,
           write: writeRoots,
           net: [],
           run: false,
           env: base,
           cwd: workspace,
-          os: { ro: readRoots, rw: writeRoots, protect, net: false, system: "libs" },
+          os: { ro: readRoots, rw: writeRoots, protect: protect(), net: false, system: "libs" },
         };
       case "run":
         return {
           entry: ENTRY,
+          lean: true,
           read: [workspace],
           write: [],
           net: [],
@@ -159,7 +162,7 @@ export class StdTarget implements Target {
           cwd: workspace,
           // What the shell's programs can reach: the workspace and the grants, nothing of the
           // user's home, no network, its own pid namespace (children die with the sandbox).
-          os: { ro: [...sandbox.read], rw: writeRoots, protect, net: false },
+          os: { ro: [...sandbox.read], rw: writeRoots, protect: protect(), net: false },
           maxProcesses: MAX_SHELL_PROCESSES,
         };
     }

@@ -1,0 +1,28 @@
+import { assertEquals } from "../testing/assert.ts";
+import { IDLE_COLLECT_MS, idleCollector } from "./_idle_gc.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+Deno.test("idle gc: nothing to collect with when gc is not exposed", () => {
+  // `deno test` runs without --expose-gc, so the default finds no `gc`.
+  assertEquals(idleCollector(), undefined);
+});
+
+Deno.test("idle gc: one collection once the process has read nothing for a while, none while busy", async () => {
+  let collections = 0;
+  const touch = idleCollector(() => collections++)!;
+  // Busy: a message every tenth of the idle period, for more than one period.
+  for (let i = 0; i < 15; i++) {
+    touch();
+    await sleep(IDLE_COLLECT_MS / 10);
+  }
+  assertEquals(collections, 0);
+  await sleep(IDLE_COLLECT_MS * 1.5);
+  assertEquals(collections, 1);
+  // Still idle: no second collection without a new message.
+  await sleep(IDLE_COLLECT_MS * 1.2);
+  assertEquals(collections, 1);
+  touch();
+  await sleep(IDLE_COLLECT_MS * 1.5);
+  assertEquals(collections, 2);
+});
