@@ -32,7 +32,7 @@ import { figure, fmtMs, median, ratio, row } from "./_stats.ts";
 const ROUNDS = 40;
 const WARMUP_ROUNDS = 3;
 const SANDBOX_ROUNDS = 15;
-const SETTLE_MS = 80;
+const SETTLE_MS = 250;
 
 const SNIPPET = `
   const a = await mcp.filesystem.read_file({ path: "f1.txt" });

@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../testing/assert.ts";
 import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
 import { execSandboxPids, execute, processExists } from "./_test_helpers.ts";
@@ -9,6 +11,8 @@ const PERMS = {
     deny: ["filesystem:write_file"],
   },
 };
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 Deno.test("pml:execute runs client-only code locally: reads workspace files, returns calls", async () => {
   await using ws = tempWorkspace(PERMS);
@@ -114,16 +118,36 @@ Deno.test("pml:execute: each execution gets a fresh sandbox, never reused; one s
   // Code sees its own pid namespace where the OS sandbox runs (Deno.pid is the same in each):
   // compare the host's view, and that no global survives from one execution to the next.
   const code = "const seen = globalThis.__mark ?? null; globalThis.__mark = 1; return seen;";
+  const gone = async (pids: number[]) => {
+    for (const pid of pids) {
+      for (let i = 0; i < 100 && processExists(pid); i++) await delay(20);
+      assert(!processExists(pid), `sandbox ${pid} still exists`);
+    }
+  };
   const first = await execute(g.client, code);
-  const used = execSandboxPids();
+  // Killed at the end of each execution (right after its result is sent, reaped asynchronously).
+  await gone(execSandboxPids());
+  for (let i = 0; i < 250 && execSandboxPids().length === 0; i++) await delay(20);
+  const warm = execSandboxPids();
+  assertEquals(warm.length, 1, "the next sandbox is kept warm");
   const second = await execute(g.client, code);
   assertEquals([first.result, second.result], [null, null], "a sandbox was reused");
-  // Killed at the end of each execution (reaped asynchronously after a success).
-  for (const pid of used) {
-    for (let i = 0; i < 100 && processExists(pid); i++) await new Promise((r) => setTimeout(r, 20));
-    assert(!processExists(pid), `sandbox ${pid} still exists`);
-  }
-  assertEquals(execSandboxPids().length, 1);
+  await gone(warm);
   await g.gateway.close();
   assertEquals(execSandboxPids(), []);
+});
+
+Deno.test("pml:execute: a call the code leaves running after it returned is never made", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem"], ask: [], deny: [] },
+  });
+  await using g = await gatewayFor(ws);
+  const body = await execute(
+    g.client,
+    `setTimeout(() => mcp.filesystem.write_file({ path: "late.txt", content: "late" }), 0);
+     return "returned";`,
+  );
+  assertEquals(body.result, "returned");
+  await delay(300);
+  assertEquals(existsSync(join(ws.dir, "late.txt")), false);
 });

@@ -2,6 +2,7 @@ import { Client } from "../../sdk/client.ts";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "../../sdk/http_client.ts";
 import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
+import { ToolResultShape } from "../target.ts";
 
 /** Version reported to the cloud in `initialize` (kept in step with the package). */
 const CLIENT_INFO = { name: "pml", version: "0.1.0" };
@@ -90,12 +91,17 @@ export class CloudClient {
     }
     try {
       return await this.#withSession(async (client) =>
-        await client.callTool({ name, arguments: args }, undefined, {
-          timeout: this.#callTimeoutMs,
-          resetTimeoutOnProgress: true,
-          signal: opts.signal,
-          onprogress: opts.onprogress,
-        }) as CallToolResult
+        // `request`, not `callTool`: see ToolResultShape.
+        await client.request(
+          { method: "tools/call", params: { name, arguments: args } },
+          ToolResultShape,
+          {
+            timeout: this.#callTimeoutMs,
+            resetTimeoutOnProgress: true,
+            signal: opts.signal,
+            onprogress: opts.onprogress,
+          },
+        ) as CallToolResult
       );
     } finally {
       const entry = key ? this.#byok.get(key) : undefined;

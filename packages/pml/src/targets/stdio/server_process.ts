@@ -10,14 +10,11 @@ import {
   type RequestId,
   type Tool,
 } from "../../sdk/types.ts";
-import { z } from "zod";
 import { isPmlError } from "../../errors.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
+import { ToolResultShape } from "../target.ts";
 import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
-
-/** The shape of a `tools/call` result this side relies on: an object with a content list. */
-const ToolResultShape = z.looseObject({ content: z.array(z.unknown()).default([]) });
 
 /** Options of one call to a running server. */
 export interface ServerCallOptions {
@@ -232,10 +229,7 @@ export class ServerProcess {
     const sample = opts.sample;
     if (sample) this.#samplers.add(sample);
     try {
-      // `request`, not `callTool`: the result goes on to the agent through the gateway's MCP
-      // server, which checks it against the whole CallToolResult schema; parsing it here as well
-      // (and its structured content against the tool's output schema, which the agent's client
-      // does) was a third of the gateway's CPU per call under load.
+      // `request`, not `callTool`: see ToolResultShape.
       return await this.#client.request(
         { method: "tools/call", params: { name: action, arguments: args } },
         ToolResultShape,
