@@ -25,6 +25,19 @@ export function row(label: string, samples: number[], baseline?: number[]): stri
 
 /** Resident memory (kB) of a process and all its descendants (Linux /proc). */
 export function treeRssKb(pid: number): number {
+  return sumOverTree(pid, `status`, /VmRSS:\s+(\d+)/);
+}
+
+/**
+ * Proportional set size (kB) of a process and all its descendants: each shared page counted once
+ * in all, split between the processes that map it (the Deno binary's pages, mapped by the gateway
+ * and by each sandbox, count once here and once per process in {@link treeRssKb}).
+ */
+export function treePssKb(pid: number): number {
+  return sumOverTree(pid, `smaps_rollup`, /^Pss:\s+(\d+)/m);
+}
+
+function sumOverTree(pid: number, file: string, field: RegExp): number {
   const children = new Map<number, number[]>();
   for (const p of liveProcesses()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
   let total = 0;
@@ -32,7 +45,7 @@ export function treeRssKb(pid: number): number {
   while (stack.length) {
     const p = stack.pop()!;
     try {
-      const m = Deno.readTextFileSync(`/proc/${p}/status`).match(/VmRSS:\s+(\d+)/);
+      const m = Deno.readTextFileSync(`/proc/${p}/${file}`).match(field);
       total += m ? Number(m[1]) : 0;
     } catch { /* gone */ }
     stack.push(...(children.get(p) ?? []));

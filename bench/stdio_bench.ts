@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { bundle } from "../packages/pml/scripts/bundle.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { figure, fmtMs, median, ratio, row, treeRssKb } from "./_stats.ts";
+import { figure, fmtMs, median, ratio, row, treePssKb, treeRssKb } from "./_stats.ts";
 
 const ROOT = join(import.meta.dirname!, "..");
 const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-bench-" }));
@@ -146,6 +146,7 @@ console.log(
 const pid = pml.transport.pid!;
 await new Promise((r) => setTimeout(r, 1000));
 const idleKb = treeRssKb(pid);
+const idlePssKb = treePssKb(pid);
 await timeCalls(pml.call, 10_000);
 await new Promise((r) => setTimeout(r, 1000));
 const afterKb = treeRssKb(pid);
@@ -153,14 +154,17 @@ const directKb = treeRssKb(direct.transport.pid!);
 console.log(
   `RSS pml stdio + sandboxes: idle ${(idleKb / 1024).toFixed(1)} MB, after 10,000 calls ${
     (afterKb / 1024).toFixed(1)
-  } MB (server-filesystem alone: ${(directKb / 1024).toFixed(1)} MB)`,
+  } MB (server-filesystem alone: ${(directKb / 1024).toFixed(1)} MB); idle PSS ${
+    (idlePssKb / 1024).toFixed(1)
+  } MB (shared pages counted once)`,
 );
 const idleMb = idleKb / 1024;
 const growthMb = (afterKb - idleKb) / 1024;
 figure({
   id: "5-rss",
   what: "resident memory of `pml stdio` + warm sandboxes, idle and after 10,000 calls",
-  now: `${idleMb.toFixed(1)} MB idle, ${growthMb >= 0 ? "+" : ""}${growthMb.toFixed(1)} MB after`,
+  now: `${idleMb.toFixed(1)} MB idle, ${growthMb >= 0 ? "+" : ""}${growthMb.toFixed(1)} MB after ` +
+    `(PSS ${(idlePssKb / 1024).toFixed(1)} MB)`,
   target: "≤ 100 MB, flat (≤ +5 MB)",
   met: idleMb <= 100 && growthMb <= 5,
   bench: "stdio",
