@@ -1,4 +1,4 @@
-import process from "node:process";
+import type process from "node:process";
 import type { JSONRPCMessage } from "../sdk/types.ts";
 import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
@@ -19,7 +19,7 @@ export function serveStdio(
   return serveServerOverStdio(createMcpServer(gateway), () => gateway.close(), io);
 }
 
-/** The streams `pml stdio` talks over (injectable for tests). */
+/** The streams `pml stdio` talks over (tests); by default the process's own stdin and stdout. */
 export interface StdioIo {
   stdin?: NodeJS.ReadableStream & { on: typeof process.stdin.on };
   stdout?: typeof process.stdout;
@@ -34,14 +34,12 @@ export async function serveServerOverStdio(
   close: () => Promise<void>,
   io: StdioIo = {},
 ): Promise<void> {
-  const stdin = (io.stdin ?? process.stdin) as typeof process.stdin;
-  const stdout = io.stdout ?? process.stdout;
+  const stdin = io.stdin as typeof process.stdin | undefined;
   // Anything printed by mistake must not corrupt the protocol stream.
   console.log = console.error;
   console.info = console.error;
-  const transport = new LineStdioTransport(stdin, stdout, undefined, collectGarbageSoon);
-  const idle = idleCollector();
-  if (idle) stdin.on("data", idle);
+  const transport = new LineStdioTransport(stdin, io.stdout, undefined, collectGarbageSoon);
+  transport.onread = idleCollector();
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
   let closing = false;
@@ -71,9 +69,10 @@ export async function serveServerOverStdio(
     }
     console.error(`pml: ${err.message}`);
   };
+  // The transport closes when stdin ends (the client went away); the server's close follows.
   server.onclose = () => void shutdown();
-  stdin.on("end", () => void shutdown());
-  stdin.on("close", () => void shutdown());
+  stdin?.on("end", () => void shutdown());
+  stdin?.on("close", () => void shutdown());
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     try {
       Deno.addSignalListener(signal, () => void shutdown());

@@ -1,5 +1,5 @@
 import { PassThrough } from "node:stream";
-import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
+import { assert, assertEquals, assertRejects, assertStringIncludes } from "../testing/assert.ts";
 import { idFromPrefix, LineStdioTransport, MessageTooLargeError } from "./stdio_transport.ts";
 
 function harness(limit: number) {
@@ -81,4 +81,76 @@ Deno.test("stdio transport: the request id is read from the start of an oversize
   assertEquals(idFromPrefix('{"method":"x","jsonrpc":"2.0","id":-3,'), -3);
   assertEquals(idFromPrefix('{"params":{"id":5},"id":1'), null);
   assertEquals(idFromPrefix("garbage"), null);
+});
+
+/** The process's stdio as the raw mode sees it: reads from a queue (null: EOF), short writes. */
+function rawHarness(chunks: (string | null)[], maxWrite = 7) {
+  const enc = new TextEncoder();
+  const written: number[] = [];
+  const queue = [...chunks];
+  const raw = {
+    read: async (buf: Uint8Array) => {
+      await flush();
+      const next = queue.shift();
+      if (next === undefined || next === null) return null;
+      const bytes = enc.encode(next);
+      buf.set(bytes);
+      return bytes.length;
+    },
+    // Short writes: the transport must finish each message itself.
+    writeSync: (bytes: Uint8Array) => {
+      const n = Math.min(maxWrite, bytes.length);
+      written.push(...bytes.subarray(0, n));
+      return n;
+    },
+  };
+  const transport = new LineStdioTransport(undefined, undefined, 1024, () => {}, raw);
+  const messages: unknown[] = [];
+  let closed = 0;
+  let readCount = 0;
+  transport.onmessage = (m) => messages.push(m);
+  transport.onclose = () => closed++;
+  transport.onread = () => readCount++;
+  return {
+    transport,
+    messages,
+    closed: () => closed,
+    reads: () => readCount,
+    output: () => new TextDecoder().decode(new Uint8Array(written)),
+  };
+}
+
+Deno.test("stdio transport (raw): lines across reads are served, short writes completed, EOF closes", async () => {
+  const a = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+  const b = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" });
+  const h = rawHarness([a.slice(0, 9), a.slice(9) + "\n" + b, "\n", null]);
+  await h.transport.start();
+  for (let i = 0; i < 20 && h.closed() === 0; i++) await flush();
+  assertEquals(h.messages, [JSON.parse(a), JSON.parse(b)]);
+  assertEquals(h.reads(), 3);
+  assertEquals(h.closed(), 1, "the end of stdin closes the transport once");
+  const reply = { jsonrpc: "2.0" as const, id: 1, result: { text: "é".repeat(10) } };
+  await h.transport.send(reply);
+  await h.transport.send({ jsonrpc: "2.0", id: 2, result: {} });
+  assertEquals(
+    h.output(),
+    JSON.stringify(reply) + "\n" + JSON.stringify({ jsonrpc: "2.0", id: 2, result: {} }) + "\n",
+  );
+});
+
+Deno.test("stdio transport (raw): a failing write rejects the send, the transport keeps reading", async () => {
+  const h = rawHarness([JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) + "\n", null]);
+  const failing = new LineStdioTransport(undefined, undefined, 1024, () => {}, {
+    read: () => Promise.resolve(null),
+    writeSync: () => {
+      throw new Deno.errors.BrokenPipe("the client went away");
+    },
+  });
+  await assertRejects(
+    () => failing.send({ jsonrpc: "2.0", id: 1, result: {} }),
+    Deno.errors.BrokenPipe,
+  );
+  await h.transport.start();
+  for (let i = 0; i < 20 && h.closed() === 0; i++) await flush();
+  assertEquals(h.messages.length, 1);
 });
