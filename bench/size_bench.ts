@@ -1,7 +1,7 @@
 /**
- * Size of the published form of `@casys/pml` (what `deno task size` prints), and of its bundled form
- * (`deno task bundle`: `pml.js` and the sandbox entries, minified, npm packages external), each as
- * a gzipped tarball, as figures of the summary table.
+ * Size of the published form of `@casys/pml` (what `deno task size` prints: the npm package as
+ * `npm pack` makes it), and of the bundled code alone (`deno task bundle`: `pml.js` and the sandbox
+ * entries, minified, npm packages external) as a gzipped tarball, as figures of the summary table.
  *
  *   deno task bench size
  */
@@ -13,13 +13,13 @@ import { figure } from "./_stats.ts";
 const size = await publishedSize();
 const kib = size.gzBytes / 1024;
 console.log(
-  `@casys/pml published form: ${size.files} files, ${(size.rawBytes / 1024).toFixed(1)} KiB raw, ${
+  `@casys/pml (npm pack): ${size.files} files, ${(size.rawBytes / 1024).toFixed(1)} KiB unpacked, ${
     kib.toFixed(1)
-  } KiB gzipped`,
+  } KiB packed`,
 );
 figure({
   id: "3-size",
-  what: "published client package (sources), gzipped (`deno task size`)",
+  what: "published client package, `npm pack` of `@casys/pml` (`deno task size`)",
   now: `${kib.toFixed(1)} KiB (${size.files} files)`,
   target: "< 50 KB",
   met: size.gzBytes < 50_000,

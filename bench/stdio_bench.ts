@@ -8,7 +8,7 @@
  *   deno run -A bench/stdio_bench.ts
  */
 import { join } from "node:path";
-import { bundle } from "../packages/pml/scripts/bundle.ts";
+import { pack } from "../packages/pml/scripts/pack.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
 import { figure, fmtMs, median, ratio, row, treePssKb, treeRssKb } from "./_stats.ts";
@@ -22,9 +22,20 @@ Deno.writeTextFileSync(
   join(ws, ".pml.json"),
   JSON.stringify({ permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] } }),
 );
-// The bundled form (`deno task bundle`), started with the flags `bin/pml` gives the sources.
-const bundleDir = Deno.makeTempDirSync({ dir: join(ROOT, "packages", "pml"), prefix: ".bundle-" });
-await bundle(bundleDir);
+// The published form: `@casys/pml` packed (`deno task pack`) and installed with npm into a fresh
+// project (dependencies from the npm cache), run through the `pml` npm links.
+const project = Deno.makeTempDirSync({ prefix: "pml-bench-npm-" });
+Deno.writeTextFileSync(
+  join(project, "package.json"),
+  JSON.stringify({ name: "bench", private: true, allowScripts: { deno: true } }),
+);
+const installed = await new Deno.Command("npm", {
+  args: ["install", "--prefer-offline", "--no-audit", "--no-fund", (await pack(project)).tarball],
+  cwd: project,
+  stdout: "null",
+  stderr: "inherit",
+}).output();
+if (!installed.success) throw new Error("npm install of the packed @casys/pml failed");
 const env = { PATH: Deno.env.get("PATH") ?? "", HOME: join(ws, "home"), PML_WORKSPACE: ws };
 
 const servers = {
@@ -35,18 +46,8 @@ const servers = {
     path: "file4k.txt",
   },
   bundled: {
-    command: Deno.execPath(),
-    args: [
-      "run",
-      "--allow-all",
-      "--quiet",
-      "--no-lock",
-      "--v8-flags=--max-semi-space-size=1,--optimize-for-size,--expose-gc",
-      "--config",
-      join(ROOT, "deno.json"),
-      join(bundleDir, "pml.js"),
-      "stdio",
-    ],
+    command: join(project, "node_modules", ".bin", "pml"),
+    args: ["stdio"],
     tool: "filesystem__read_file",
     path: "file4k.txt",
   },
@@ -100,7 +101,7 @@ for (let i = 0; i < 7; i++) {
   }
 }
 console.log(row("spawn → first tools/list: pml stdio", startup.pml, startup.direct));
-console.log(row("spawn → first tools/list: pml.js (bundled)", startup.bundled, startup.direct));
+console.log(row("spawn → first tools/list: npm package", startup.bundled, startup.direct));
 console.log(row("spawn → first tools/list: server-filesystem", startup.direct));
 figure({
   id: "4-cold",
@@ -112,7 +113,8 @@ figure({
 });
 figure({
   id: "4b-cold-bundled",
-  what: "cold spawn of the bundled `pml.js stdio` → first `tools/list`",
+  what:
+    "cold spawn of `pml stdio` from the npm package (`npm pack`, installed) → first `tools/list`",
   now: `${fmtMs(median(startup.bundled))} (server-filesystem: ${fmtMs(median(startup.direct))})`,
   target: "< 150 ms",
   met: median(startup.bundled) < 150,
@@ -195,4 +197,4 @@ console.log(row("spawn `true` directly (Deno.Command)", spawnLat));
 await pml.client.close();
 await direct.client.close();
 await Deno.remove(ws, { recursive: true });
-await Deno.remove(bundleDir, { recursive: true });
+await Deno.remove(project, { recursive: true });

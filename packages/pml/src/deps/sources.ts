@@ -1,10 +1,10 @@
 import { basename, join } from "node:path";
 import type { PrivateMcp } from "../config/schema.ts";
 import { type DependencyMeta, type MetadataSource, parseStdioMetadata } from "./metadata.ts";
-import { PML_ROOT } from "../paths.ts";
+import { CATALOGUE_DIR } from "../paths.ts";
 
 /** The repository's own catalogue of stdio servers (`registry/mcp/*.json`), so PML works offline. */
-export const CATALOGUE_DIR = join(PML_ROOT, "registry", "mcp");
+export { CATALOGUE_DIR };
 
 /**
  * Stdio metadata read from a folder of `<server>.json` files (the built-in catalogue). Files of other

@@ -11,7 +11,7 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { PML_ROOT } from "../paths.ts";
+import { PML_CODE_DIRS } from "../paths.ts";
 import { dirname, join } from "node:path";
 
 /** What one sandbox may see of the machine. */
@@ -43,7 +43,7 @@ export const SANDBOX_HOME = "/tmp/home";
 export const SANDBOX_DENO_DIR = "/tmp/deno";
 
 /** PML's own code (the package folder and the std modules), bound read-only. */
-const PML_CODE = [join(PML_ROOT, "packages", "pml"), join(PML_ROOT, "registry")];
+const PML_CODE = PML_CODE_DIRS;
 
 /**
  * The `bwrap` arguments that run `command` under `policy` (`cwd` must be inside a bind).

@@ -1,0 +1,110 @@
+/**
+ * `deno task pack [destination]`: the npm package of the client, `@casys/pml`, built and packed
+ * with `npm pack`. What it holds:
+ *
+ * - `dist/`: the bundled form (`scripts/bundle.ts`: `pml.js` and the sandbox entries);
+ * - `registry/mcp/`: the catalogue of stdio MCPs that PML knows without a registry;
+ * - `bin/pml`: the launcher (`npm/pml`), which finds the Deno installed with the package;
+ * - `package.json`: the npm packages the bundle imports, and `deno`, at the versions the
+ *   repository pins in its own `package.json`.
+ *
+ * The tarball is written to `destination` (default: the current folder); its path and sizes are
+ * printed, and returned by {@link pack}. `deno task size` measures this tarball.
+ */
+import { basename, join, relative, resolve } from "node:path";
+import { bundle } from "./bundle.ts";
+
+const PKG = resolve(import.meta.dirname!, "..");
+const ROOT = join(PKG, "..", "..");
+
+/** npm packages the bundle imports (or runs on); their versions come from the root package.json. */
+const RUNTIME_DEPENDENCIES = ["@babel/parser", "@modelcontextprotocol/sdk", "deno", "zod"];
+
+/** What `npm pack` reports of the tarball. */
+export interface PackedPackage {
+  /** Absolute path of the `.tgz`. */
+  readonly tarball: string;
+  /** Bytes of the tarball (gzipped). */
+  readonly size: number;
+  /** Bytes of the files unpacked. */
+  readonly unpackedSize: number;
+  readonly files: readonly string[];
+}
+
+/** Builds `@casys/pml` in a staging folder and packs it into `destination`. */
+export async function pack(destination: string = Deno.cwd()): Promise<PackedPackage> {
+  const rootPkg = JSON.parse(Deno.readTextFileSync(join(ROOT, "package.json")));
+  const denoJson = JSON.parse(Deno.readTextFileSync(join(PKG, "deno.json")));
+  const staging = Deno.makeTempDirSync({ prefix: "pml-pack-" });
+  // The bundle is built where paths.ts expects a repository bundle, then moved to `dist/`.
+  const built = Deno.makeTempDirSync({ dir: PKG, prefix: ".bundle-pack-" });
+  try {
+    await bundle(built);
+    Deno.renameSync(built, join(staging, "dist"));
+    Deno.mkdirSync(join(staging, "registry", "mcp"), { recursive: true });
+    for (const e of Deno.readDirSync(join(ROOT, "registry", "mcp"))) {
+      if (e.isFile && e.name.endsWith(".json")) {
+        Deno.copyFileSync(
+          join(ROOT, "registry", "mcp", e.name),
+          join(staging, "registry", "mcp", e.name),
+        );
+      }
+    }
+    Deno.mkdirSync(join(staging, "bin"));
+    Deno.copyFileSync(join(PKG, "npm", "pml"), join(staging, "bin", "pml"));
+    Deno.chmodSync(join(staging, "bin", "pml"), 0o755);
+    const dependencies = Object.fromEntries(
+      RUNTIME_DEPENDENCIES.map((name) => {
+        const version = rootPkg.dependencies?.[name];
+        if (!version) throw new Error(`pack: the root package.json does not pin "${name}"`);
+        return [name, version];
+      }),
+    );
+    const manifest = {
+      name: denoJson.name,
+      version: denoJson.version,
+      description: "PML: one MCP gateway for coding agents (the `pml` client CLI).",
+      type: "module",
+      bin: { pml: "bin/pml" },
+      files: ["bin/", "dist/", "registry/"],
+      engines: { node: ">=20" },
+      os: ["linux", "darwin"],
+      dependencies,
+      // npm 11.16+ runs only the install scripts a package allows: Deno's puts its binary in place.
+      allowScripts: { deno: true },
+    };
+    Deno.writeTextFileSync(join(staging, "package.json"), JSON.stringify(manifest, null, 2) + "\n");
+    const dest = resolve(destination);
+    const out = await new Deno.Command("npm", {
+      args: ["pack", "--json", "--pack-destination", dest],
+      cwd: staging,
+      stdout: "piped",
+      stderr: "piped",
+      env: { npm_config_update_notifier: "false", npm_config_fund: "false" },
+    }).output();
+    if (!out.success) {
+      throw new Error(`pack: npm pack failed: ${new TextDecoder().decode(out.stderr)}`);
+    }
+    const [report] = JSON.parse(new TextDecoder().decode(out.stdout));
+    return {
+      tarball: join(dest, basename(report.filename)),
+      size: report.size,
+      unpackedSize: report.unpackedSize,
+      files: report.files.map((f: { path: string }) => f.path),
+    };
+  } finally {
+    Deno.removeSync(staging, { recursive: true });
+    try {
+      Deno.removeSync(built, { recursive: true });
+    } catch { /* moved */ }
+  }
+}
+
+if (import.meta.main) {
+  const packed = await pack(Deno.args[0]);
+  console.log(
+    `${relative(Deno.cwd(), packed.tarball) || packed.tarball}: ${packed.files.length} files, ${
+      (packed.size / 1024).toFixed(1)
+    } KiB packed, ${(packed.unpackedSize / 1024).toFixed(1)} KiB unpacked`,
+  );
+}
