@@ -1,8 +1,8 @@
 /**
  * The published form: `@casys/pml` packed with `npm pack` (`packages/pml/scripts/pack.ts`),
  * installed with `npm install` into a fresh project, and run as a client would run it, through
- * `node_modules/.bin/pml`. Its dependencies come from the npm cache that the repository's own
- * `npm ci` filled (`--prefer-offline`), so the test needs no more network than `npm ci` did.
+ * `node_modules/.bin/pml`. Its dependencies come from the npm registry, as those of `npm ci` do;
+ * the tarballs `npm ci` put in the npm cache are used first (`--prefer-offline`).
  */
 import { join } from "node:path";
 import { pack } from "../../packages/pml/scripts/pack.ts";
