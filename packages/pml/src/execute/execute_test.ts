@@ -151,3 +151,20 @@ Deno.test("pml:execute: a call the code leaves running after it returned is neve
   await delay(300);
   assertEquals(existsSync(join(ws.dir, "late.txt")), false);
 });
+
+Deno.test("pml:execute: code started before its analysis finished makes no call when the analysis refuses it", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem"], ask: [], deny: [] },
+  });
+  await using g = await gatewayFor(ws);
+  // Valid as a sloppy-mode function body (the sandbox would run it), refused by the analysis,
+  // which parses strict code: a legacy octal literal after a write.
+  const body = await execute(
+    g.client,
+    `await mcp.filesystem.write_file({ path: "early.txt", content: "x" });
+     return 010;`,
+  );
+  assertEquals(body.code, "SYNTAX_ERROR");
+  await delay(200);
+  assertEquals(existsSync(join(ws.dir, "early.txt")), false);
+});

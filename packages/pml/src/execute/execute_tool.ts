@@ -110,17 +110,33 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
     description: DESCRIPTION,
     inputSchema: executeInputSchema(maxTimeoutMs),
     run: async (args, channel) => {
-      deps.wakeSandbox?.();
       const parsed = parseExecuteArgs(args, maxTimeoutMs);
       if (!parsed.ok) return parsed.result;
-      const plan = await planExecution(parsed.value, planDeps, channel);
+      const { code, timeoutMs } = parsed.value;
+      // Without a cloud the plan is local or an error: the code starts in its sandbox while it is
+      // analysed (the sandbox's wake-up and the analysis overlap), and each of its mcp.* calls
+      // waits for the plan; a refused plan stops the run before any call is made.
+      let decide: ((go: boolean) => void) | undefined;
+      let early: Promise<CallToolResult> | undefined;
+      if (!deps.cloud) {
+        const gate = new Promise<boolean>((resolve) => (decide = resolve));
+        early = execute({ code, timeoutMs, journal: new Journal(), gate }, channel);
+      } else deps.wakeSandbox?.();
+      let plan: Awaited<ReturnType<typeof planExecution>>;
+      try {
+        plan = await planExecution(parsed.value, planDeps, channel);
+      } catch (err) {
+        decide?.(false);
+        throw err;
+      }
+      decide?.(plan.mode === "local");
       if (plan.mode === "remote") return plan.result;
       if (plan.mode === "error") {
+        await early; // its sandbox is stopped: nothing of it outlives the answer
         const { code: errCode, message, line, column } = plan.error;
         return failureResult(errCode, message, line ? { line, column } : {});
       }
-      const { code, timeoutMs } = parsed.value;
-      return await execute({ code, timeoutMs, journal: new Journal() }, channel);
+      return await (early ?? execute({ code, timeoutMs, journal: new Journal() }, channel));
     },
   };
 }

@@ -45,6 +45,11 @@ export interface Attempt {
   readonly timeoutMs: number;
   readonly journal: Journal;
   readonly approved?: PreApproval;
+  /**
+   * Set when the code was started before its plan was known: each `mcp.*` call waits for it, and
+   * `false` (the plan refused the code) stops the run before any call is made.
+   */
+  readonly gate?: Promise<boolean>;
 }
 
 /** How a run ended. */
@@ -115,6 +120,9 @@ export async function runAttempt(
   const onAbort = () =>
     end({ kind: "error", code: "CODE_ERROR", message: "pml:execute was cancelled by the client" });
   channel.signal?.addEventListener("abort", onAbort);
+  attempt.gate?.then((go) => {
+    if (!go) end({ kind: "error", code: "CODE_ERROR", message: "pml:execute code was not run" });
+  });
 
   const live = async (index: number, tool: string, args: unknown): Promise<unknown> => {
     if (!isToolId(tool)) throw callError("UNKNOWN_TOOL", `Unknown tool "${tool}"`);
@@ -171,6 +179,7 @@ export async function runAttempt(
 
   const onMcp = async (tool: string, args: unknown): Promise<unknown> => {
     const index = nextIndex++;
+    if (attempt.gate) await attempt.gate;
     if (stop || finished) return await new Promise(() => {}); // the run is ending: never answered
     const routing = deps.routeOf(tool);
     const replayed = journal.replay(index, tool, args);
