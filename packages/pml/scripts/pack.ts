@@ -70,8 +70,6 @@ export async function pack(destination: string = Deno.cwd()): Promise<PackedPack
       engines: { node: ">=20" },
       os: ["linux", "darwin"],
       dependencies,
-      // npm 11.16+ runs only the install scripts a package allows: Deno's puts its binary in place.
-      allowScripts: { deno: true },
     };
     Deno.writeTextFileSync(join(staging, "package.json"), JSON.stringify(manifest, null, 2) + "\n");
     const dest = resolve(destination);
