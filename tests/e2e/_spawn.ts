@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { Client } from "../../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
 import { ElicitRequestSchema } from "../../packages/pml/src/sdk/types.ts";
+import { liveProcesses } from "../../packages/pml/src/procfs.ts";
 
 export const PML_BIN = join(import.meta.dirname!, "..", "..", "bin", "pml");
 
@@ -45,3 +46,18 @@ export async function connectStdio(
 }
 
 export { childPids, processAlive } from "../../packages/pml/src/procfs.ts";
+
+/** Command lines of `pid` and all its descendants (what runs: launcher, bundle, sandboxes). */
+export function treeCommands(pid: number): string[] {
+  const procs = liveProcesses();
+  const out: string[] = [];
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop()!;
+    try {
+      out.push(Deno.readTextFileSync(`/proc/${p}/cmdline`).replaceAll("\0", " "));
+    } catch { /* gone */ }
+    stack.push(...procs.filter((c) => c.ppid === p).map((c) => c.pid));
+  }
+  return out;
+}

@@ -4,30 +4,14 @@
  */
 import { join, resolve } from "node:path";
 import { bundle } from "../../packages/pml/scripts/bundle.ts";
-import { liveProcesses } from "../../packages/pml/src/procfs.ts";
 import { Client } from "../../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
 import { assert, assertEquals, assertRejects } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { pmlEnv } from "./_spawn.ts";
+import { pmlEnv, treeCommands } from "./_spawn.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..", "..");
 const PKG = join(ROOT, "packages", "pml");
-
-/** Command lines of `pid` and all its descendants. */
-function treeCommands(pid: number): string[] {
-  const procs = liveProcesses();
-  const out: string[] = [];
-  const stack = [pid];
-  while (stack.length) {
-    const p = stack.pop()!;
-    try {
-      out.push(Deno.readTextFileSync(`/proc/${p}/cmdline`).replaceAll("\0", " "));
-    } catch { /* gone */ }
-    stack.push(...procs.filter((c) => c.ppid === p).map((c) => c.pid));
-  }
-  return out;
-}
 
 Deno.test("bundled form: pml stdio serves std tools and pml:execute from the bundle's own sandboxes", async () => {
   const out = Deno.makeTempDirSync({ dir: PKG, prefix: ".bundle-test-" });

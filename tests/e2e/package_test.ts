@@ -6,27 +6,11 @@
  */
 import { join } from "node:path";
 import { pack } from "../../packages/pml/scripts/pack.ts";
-import { liveProcesses } from "../../packages/pml/src/procfs.ts";
 import { Client } from "../../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
 import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { pmlEnv } from "./_spawn.ts";
-
-/** Command lines of `pid` and all its descendants. */
-function treeCommands(pid: number): string {
-  const procs = liveProcesses();
-  const out: string[] = [];
-  const stack = [pid];
-  while (stack.length) {
-    const p = stack.pop()!;
-    try {
-      out.push(Deno.readTextFileSync(`/proc/${p}/cmdline`).replaceAll("\0", " "));
-    } catch { /* gone */ }
-    stack.push(...procs.filter((c) => c.ppid === p).map((c) => c.pid));
-  }
-  return out.join("\n");
-}
+import { pmlEnv, treeCommands } from "./_spawn.ts";
 
 Deno.test("npm package: `npm install` of the packed @casys/pml gives a `pml` that serves tools, runs pml:execute and knows its catalogue", async () => {
   const project = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-npm-project-" }));
@@ -82,7 +66,7 @@ Deno.test("npm package: `npm install` of the packed @casys/pml gives a `pml` tha
       const want = [join(pkg, "dist", "pml.js"), join(pkg, "dist", "sandbox", "std_entry.js")];
       let commands = "";
       for (let i = 0; i < 100; i++) {
-        commands = treeCommands(transport.pid!);
+        commands = treeCommands(transport.pid!).join("\n");
         if (want.every((w) => commands.includes(w))) break;
         await new Promise((r) => setTimeout(r, 50));
       }
