@@ -34,11 +34,10 @@ export async function serveServerOverStdio(
   close: () => Promise<void>,
   io: StdioIo = {},
 ): Promise<void> {
-  const stdin = io.stdin as typeof process.stdin | undefined;
   // Anything printed by mistake must not corrupt the protocol stream.
   console.log = console.error;
   console.info = console.error;
-  const transport = new LineStdioTransport(stdin, io.stdout, undefined, collectGarbageSoon);
+  const transport = new LineStdioTransport(io.stdin, io.stdout, undefined, collectGarbageSoon);
   transport.onread = idleCollector();
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
@@ -71,8 +70,6 @@ export async function serveServerOverStdio(
   };
   // The transport closes when stdin ends (the client went away); the server's close follows.
   server.onclose = () => void shutdown();
-  stdin?.on("end", () => void shutdown());
-  stdin?.on("close", () => void shutdown());
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     try {
       Deno.addSignalListener(signal, () => void shutdown());

@@ -119,6 +119,8 @@ export class LineStdioTransport implements Transport {
   };
 
   #onError = (error: Error) => this.onerror?.(error);
+  /** The client went away: the transport closes, as it does at the end of a raw read. */
+  #onEnd = () => void this.close();
 
   #take(part: Buffer): void {
     if (part.length === 0) return;
@@ -177,6 +179,8 @@ export class LineStdioTransport implements Transport {
     if (this.stdin) {
       this.stdin.on("data", this.#onData);
       this.stdin.on("error", this.#onError);
+      this.stdin.on("end", this.#onEnd);
+      this.stdin.on("close", this.#onEnd);
     } else void this.#readRaw();
     return Promise.resolve();
   }
@@ -203,6 +207,8 @@ export class LineStdioTransport implements Transport {
     if (this.stdin) {
       this.stdin.off("data", this.#onData);
       this.stdin.off("error", this.#onError);
+      this.stdin.off("end", this.#onEnd);
+      this.stdin.off("close", this.#onEnd);
       if (this.stdin.listenerCount("data") === 0) this.stdin.pause();
     }
     this.#pieces = [];

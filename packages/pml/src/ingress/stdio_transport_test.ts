@@ -154,3 +154,14 @@ Deno.test("stdio transport (raw): a failing write rejects the send, the transpor
   for (let i = 0; i < 20 && h.closed() === 0; i++) await flush();
   assertEquals(h.messages.length, 1);
 });
+
+Deno.test("stdio transport: the end of stdin closes the transport once", async () => {
+  const h = harness(1024);
+  let closed = 0;
+  h.transport.onclose = () => closed++;
+  await h.transport.start();
+  h.stdin.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) + "\n");
+  for (let i = 0; i < 20 && closed === 0; i++) await flush();
+  assertEquals(h.messages.length, 1);
+  assertEquals(closed, 1);
+});

@@ -42,9 +42,6 @@ export const SANDBOX_HOME = "/tmp/home";
 /** Deno's cache inside the sandbox: private, so no sandbox can poison another's. */
 export const SANDBOX_DENO_DIR = "/tmp/deno";
 
-/** PML's own code (the package folder and the std modules), bound read-only. */
-const PML_CODE = PML_CODE_DIRS;
-
 /**
  * The `bwrap` arguments that run `command` under `policy` (`cwd` must be inside a bind).
  *
@@ -80,7 +77,8 @@ export function bwrapArgs(
   const system = policy.system === "libs" ? SYSTEM_LIBS : SYSTEM_RO;
   for (const dir of system) if (existsSync(dir)) args.push("--ro-bind", dir, dir);
   args.push("--ro-bind", dirname(denoPath), dirname(denoPath));
-  for (const dir of PML_CODE) args.push("--ro-bind", dir, dir);
+  // PML's own code and data (the package folder, the std modules), read-only.
+  for (const dir of PML_CODE_DIRS) args.push("--ro-bind", dir, dir);
   for (const path of policy.ro) args.push("--ro-bind-try", path, path);
   for (const path of policy.rw) args.push("--bind-try", path, path);
   const protect = policy.protect.filter((path) => existsSync(path));
