@@ -8,7 +8,7 @@
  *   deno run -A bench/stdio_bench.ts
  */
 import { join } from "node:path";
-import { pack } from "../packages/pml/scripts/pack.ts";
+import { installPacked } from "../packages/pml/scripts/pack.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
 import { figure, fmtMs, median, ratio, row, treePssKb, treeRssKb } from "./_stats.ts";
@@ -25,17 +25,7 @@ Deno.writeTextFileSync(
 // The published form: `@casys/pml` packed (`deno task pack`) and installed with npm into a fresh
 // project (dependencies from the npm cache), run through the `pml` npm links.
 const project = Deno.makeTempDirSync({ prefix: "pml-bench-npm-" });
-Deno.writeTextFileSync(
-  join(project, "package.json"),
-  JSON.stringify({ name: "bench", private: true, allowScripts: { deno: true } }),
-);
-const installed = await new Deno.Command("npm", {
-  args: ["install", "--prefer-offline", "--no-audit", "--no-fund", (await pack(project)).tarball],
-  cwd: project,
-  stdout: "null",
-  stderr: "inherit",
-}).output();
-if (!installed.success) throw new Error("npm install of the packed @casys/pml failed");
+const installed = await installPacked(project);
 const env = { PATH: Deno.env.get("PATH") ?? "", HOME: join(ws, "home"), PML_WORKSPACE: ws };
 
 const servers = {
@@ -46,7 +36,7 @@ const servers = {
     path: "file4k.txt",
   },
   bundled: {
-    command: join(project, "node_modules", ".bin", "pml"),
+    command: installed.bin,
     args: ["stdio"],
     tool: "filesystem__read_file",
     path: "file4k.txt",

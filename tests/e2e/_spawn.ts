@@ -17,15 +17,22 @@ export function pmlEnv(ws: { dir: string; home: string }, extra: Record<string, 
   };
 }
 
-/** Spawns `pml stdio` and connects an SDK client over stdio. */
+/**
+ * Spawns `pml stdio` (by default `bin/pml`; `command` and `args` start another form of it) and
+ * connects an SDK client over stdio.
+ */
 export async function connectStdio(
   ws: { dir: string; home: string },
-  opts: { env?: Record<string, string>; elicit?: (message: string) => "yes" | "always" | "no" } =
-    {},
-): Promise<Client & AsyncDisposable> {
+  opts: {
+    env?: Record<string, string>;
+    elicit?: (message: string) => "yes" | "always" | "no";
+    command?: string;
+    args?: string[];
+  } = {},
+): Promise<Client & AsyncDisposable & { readonly pid: number }> {
   const transport = new StdioClientTransport({
-    command: PML_BIN,
-    args: ["stdio"],
+    command: opts.command ?? PML_BIN,
+    args: opts.args ?? ["stdio"],
     cwd: ws.dir,
     env: pmlEnv(ws, opts.env),
     stderr: "pipe",
@@ -42,7 +49,10 @@ export async function connectStdio(
     }));
   }
   await client.connect(transport);
-  return Object.assign(client, { [Symbol.asyncDispose]: () => client.close() });
+  return Object.assign(client, {
+    [Symbol.asyncDispose]: () => client.close(),
+    pid: transport.pid!,
+  });
 }
 
 export { childPids, processAlive } from "../../packages/pml/src/procfs.ts";
@@ -60,4 +70,22 @@ export function treeCommands(pid: number): string[] {
     stack.push(...procs.filter((c) => c.ppid === p).map((c) => c.pid));
   }
   return out;
+}
+
+/**
+ * The command lines under `pid` once each of `want` appears in them (a sandbox the pool starts in
+ * the background may take a moment), joined by newlines; after `waitMs`, whatever runs then.
+ */
+export async function commandsOnceRunning(
+  pid: number,
+  want: readonly string[],
+  waitMs: number,
+): Promise<string> {
+  let commands = "";
+  for (let i = 0; i < waitMs / 50; i++) {
+    commands = treeCommands(pid).join("\n");
+    if (want.every((w) => commands.includes(w))) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return commands;
 }

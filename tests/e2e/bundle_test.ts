@@ -4,11 +4,9 @@
  */
 import { join, resolve } from "node:path";
 import { bundle } from "../../packages/pml/scripts/bundle.ts";
-import { Client } from "../../packages/pml/src/sdk/client.ts";
-import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
 import { assert, assertEquals, assertRejects } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { pmlEnv, treeCommands } from "./_spawn.ts";
+import { commandsOnceRunning, connectStdio } from "./_spawn.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..", "..");
 const PKG = join(ROOT, "packages", "pml");
@@ -19,7 +17,7 @@ Deno.test("bundled form: pml stdio serves std tools and pml:execute from the bun
   try {
     await bundle(out);
     ws.write("a.txt", "from the bundle");
-    const transport = new StdioClientTransport({
+    await using client = await connectStdio(ws, {
       command: Deno.execPath(),
       args: [
         "run",
@@ -31,43 +29,30 @@ Deno.test("bundled form: pml stdio serves std tools and pml:execute from the bun
         join(out, "pml.js"),
         "stdio",
       ],
-      cwd: ws.dir,
-      env: { ...pmlEnv(ws), DENO_NO_UPDATE_CHECK: "1" },
-      stderr: "pipe",
+      env: { DENO_NO_UPDATE_CHECK: "1" },
     });
-    const client = new Client({ name: "bundle-test", version: "1" });
-    await client.connect(transport);
-    try {
-      const names = (await client.listTools()).tools.map((t) => t.name);
-      assert(names.includes("filesystem__read_file"), names.join(", "));
-      assert(names.includes("pml__execute"), names.join(", "));
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert(names.includes("filesystem__read_file"), names.join(", "));
+    assert(names.includes("pml__execute"), names.join(", "));
 
-      const read = await client.callTool({
-        name: "filesystem__read_file",
-        arguments: { path: "a.txt" },
-      });
-      assertEquals(textOf(read), "from the bundle");
-      const exec = await client.callTool({
-        name: "pml__execute",
-        arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
-      });
-      assert(!exec.isError, textOf(exec));
-      assert(textOf(exec).includes("15"), textOf(exec));
+    const read = await client.callTool({
+      name: "filesystem__read_file",
+      arguments: { path: "a.txt" },
+    });
+    assertEquals(textOf(read), "from the bundle");
+    const exec = await client.callTool({
+      name: "pml__execute",
+      arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
+    });
+    assert(!exec.isError, textOf(exec));
+    assert(textOf(exec).includes("15"), textOf(exec));
 
-      // The sandboxes are the bundled entries, not the sources beside them. An execution sandbox
-      // ends with its run; the pool starts the next one in the background: wait for it.
-      const want = [join(out, "sandbox", "std_entry.js"), join(out, "sandbox", "exec_entry.js")];
-      let commands = "";
-      for (let i = 0; i < 200; i++) {
-        commands = treeCommands(transport.pid!).join("\n");
-        if (want.every((w) => commands.includes(w))) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      for (const w of want) assert(commands.includes(w), `${w} not running:\n${commands}`);
-      assert(!/_entry\.ts/.test(commands), commands);
-    } finally {
-      await client.close();
-    }
+    // The sandboxes are the bundled entries, not the sources beside them. An execution sandbox
+    // ends with its run; the pool starts the next one in the background: wait for it.
+    const want = [join(out, "sandbox", "std_entry.js"), join(out, "sandbox", "exec_entry.js")];
+    const commands = await commandsOnceRunning(client.pid, want, 10_000);
+    for (const w of want) assert(commands.includes(w), `${w} not running:\n${commands}`);
+    assert(!/_entry\.ts/.test(commands), commands);
   } finally {
     Deno.removeSync(out, { recursive: true });
   }

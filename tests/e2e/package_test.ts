@@ -5,76 +5,48 @@
  * the tarballs `npm ci` put in the npm cache are used first (`--prefer-offline`).
  */
 import { join } from "node:path";
-import { pack } from "../../packages/pml/scripts/pack.ts";
-import { Client } from "../../packages/pml/src/sdk/client.ts";
-import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
+import { installPacked } from "../../packages/pml/scripts/pack.ts";
 import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { pmlEnv, treeCommands } from "./_spawn.ts";
+import { commandsOnceRunning, connectStdio } from "./_spawn.ts";
 
 Deno.test("npm package: `npm install` of the packed @casys/pml gives a `pml` that serves tools, runs pml:execute and knows its catalogue", async () => {
   const project = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-npm-project-" }));
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
   try {
-    const packed = await pack(project);
+    const { packed, pkg, bin } = await installPacked(project);
     for (const f of ["bin/pml", "dist/pml.js", "dist/sandbox/std_entry.js", "package.json"]) {
       assert(packed.files.includes(f), `${f} is not in the package: ${packed.files.join(", ")}`);
     }
     assert(packed.files.some((f) => f.startsWith("registry/mcp/")), packed.files.join(", "));
     assert(!packed.files.some((f) => f.endsWith(".ts")), "sources are not shipped");
-    Deno.writeTextFileSync(
-      join(project, "package.json"),
-      JSON.stringify({ name: "project", private: true, allowScripts: { deno: true } }),
-    );
-    const install = await new Deno.Command("npm", {
-      args: ["install", "--prefer-offline", "--no-audit", "--no-fund", packed.tarball],
-      cwd: project,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert(install.success, new TextDecoder().decode(install.stderr));
 
     ws.write("a.txt", "from the package");
-    const pkg = join(project, "node_modules", "@casys", "pml");
-    const transport = new StdioClientTransport({
-      command: join(project, "node_modules", ".bin", "pml"),
-      args: ["stdio"],
-      cwd: ws.dir,
-      env: { ...pmlEnv(ws), PML_REGISTRY_URL: "http://127.0.0.1:9" },
-      stderr: "pipe",
+    await using client = await connectStdio(ws, {
+      command: bin,
+      env: { PML_REGISTRY_URL: "http://127.0.0.1:9" },
     });
-    const client = new Client({ name: "package-test", version: "1" });
-    await client.connect(transport);
-    try {
-      const names = (await client.listTools()).tools.map((t) => t.name);
-      assert(names.includes("filesystem__read_file"), names.join(", "));
-      const read = await client.callTool({
-        name: "filesystem__read_file",
-        arguments: { path: "a.txt" },
-      });
-      assertEquals(textOf(read), "from the package");
-      const exec = await client.callTool({
-        name: "pml__execute",
-        arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
-      });
-      assert(!exec.isError && textOf(exec).includes('"result":16'), textOf(exec));
-      // A stdio MCP of the package's own catalogue is known (its install is asked for, not run).
-      const memory = await client.callTool({ name: "memory__read_graph", arguments: {} });
-      assert(textOf(memory).includes("@modelcontextprotocol/server-memory"), textOf(memory));
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert(names.includes("filesystem__read_file"), names.join(", "));
+    const read = await client.callTool({
+      name: "filesystem__read_file",
+      arguments: { path: "a.txt" },
+    });
+    assertEquals(textOf(read), "from the package");
+    const exec = await client.callTool({
+      name: "pml__execute",
+      arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
+    });
+    assert(!exec.isError && textOf(exec).includes('"result":16'), textOf(exec));
+    // A stdio MCP of the package's own catalogue is known (its install is asked for, not run).
+    const memory = await client.callTool({ name: "memory__read_graph", arguments: {} });
+    assert(textOf(memory).includes("@modelcontextprotocol/server-memory"), textOf(memory));
 
-      // Everything runs from the package: the bundle and its sandbox entries, no sources.
-      const want = [join(pkg, "dist", "pml.js"), join(pkg, "dist", "sandbox", "std_entry.js")];
-      let commands = "";
-      for (let i = 0; i < 100; i++) {
-        commands = treeCommands(transport.pid!).join("\n");
-        if (want.every((w) => commands.includes(w))) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      for (const w of want) assert(commands.includes(w), `${w} not running:\n${commands}`);
-      assert(!/\.ts\b/.test(commands), commands);
-    } finally {
-      await client.close();
-    }
+    // Everything runs from the package: the bundle and its sandbox entries, no sources.
+    const want = [join(pkg, "dist", "pml.js"), join(pkg, "dist", "sandbox", "std_entry.js")];
+    const commands = await commandsOnceRunning(client.pid, want, 5_000);
+    for (const w of want) assert(commands.includes(w), `${w} not running:\n${commands}`);
+    assert(!/\.ts\b/.test(commands), commands);
   } finally {
     Deno.removeSync(project, { recursive: true });
   }

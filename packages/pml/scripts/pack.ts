@@ -98,6 +98,37 @@ export async function pack(destination: string = Deno.cwd()): Promise<PackedPack
   }
 }
 
+/**
+ * Packs `@casys/pml` and installs it with `npm install` into `project` (a fresh folder), as a user
+ * would; its dependencies come from the npm cache first (`--prefer-offline`). Returns what was
+ * packed, the folder of the installed package and its `pml` command (`node_modules/.bin/pml`).
+ */
+export async function installPacked(
+  project: string,
+): Promise<{ packed: PackedPackage; pkg: string; bin: string }> {
+  const packed = await pack(project);
+  Deno.writeTextFileSync(
+    join(project, "package.json"),
+    JSON.stringify({ name: "pml-install", private: true, allowScripts: { deno: true } }),
+  );
+  const install = await new Deno.Command("npm", {
+    args: ["install", "--prefer-offline", "--no-audit", "--no-fund", packed.tarball],
+    cwd: project,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!install.success) {
+    throw new Error(
+      `pack: npm install of ${packed.tarball} failed: ${new TextDecoder().decode(install.stderr)}`,
+    );
+  }
+  return {
+    packed,
+    pkg: join(project, "node_modules", "@casys", "pml"),
+    bin: join(project, "node_modules", ".bin", "pml"),
+  };
+}
+
 if (import.meta.main) {
   const packed = await pack(Deno.args[0]);
   console.log(

@@ -12,6 +12,9 @@ const PERMS = {
   },
 };
 
+/** Every filesystem tool allowed: a call that reaches the gateway writes. */
+const WRITES_ALLOWED = { permissions: { allow: ["filesystem"], ask: [], deny: [] } };
+
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 Deno.test("pml:execute runs client-only code locally: reads workspace files, returns calls", async () => {
@@ -138,9 +141,7 @@ Deno.test("pml:execute: each execution gets a fresh sandbox, never reused; one s
 });
 
 Deno.test("pml:execute: a call the code leaves running after it returned is never made", async () => {
-  await using ws = tempWorkspace({
-    permissions: { allow: ["filesystem"], ask: [], deny: [] },
-  });
+  await using ws = tempWorkspace(WRITES_ALLOWED);
   await using g = await gatewayFor(ws);
   const body = await execute(
     g.client,
@@ -153,9 +154,7 @@ Deno.test("pml:execute: a call the code leaves running after it returned is neve
 });
 
 Deno.test("pml:execute: code started before its analysis finished makes no call when the analysis refuses it", async () => {
-  await using ws = tempWorkspace({
-    permissions: { allow: ["filesystem"], ask: [], deny: [] },
-  });
+  await using ws = tempWorkspace(WRITES_ALLOWED);
   await using g = await gatewayFor(ws);
   // Valid as a sloppy-mode function body (the sandbox would run it), refused by the analysis,
   // which parses strict code: a legacy octal literal after a write.
