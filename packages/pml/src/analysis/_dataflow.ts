@@ -27,6 +27,8 @@ export interface TaskRec {
   column: number;
   deps: Set<string>;
   inLoop: boolean;
+  /** The call's argument, when the code writes it as a literal object. */
+  args?: Record<string, unknown>;
 }
 
 /**
@@ -93,9 +95,17 @@ export class TaskGraph {
   readonly tasks: TaskRec[] = [];
   readonly #byId = new Map<string, TaskRec>();
 
-  add(tool: string, line: number, column: number, deps: TSet, inLoop: boolean): TaskRec {
+  add(
+    tool: string,
+    line: number,
+    column: number,
+    deps: TSet,
+    inLoop: boolean,
+    args?: Record<string, unknown>,
+  ): TaskRec {
     const id = `t${this.tasks.length + 1}`;
     const rec: TaskRec = { id, tool, line, column, deps: new Set(deps), inLoop };
+    if (args) rec.args = args;
     this.tasks.push(rec);
     this.#byId.set(id, rec);
     return rec;

@@ -21,6 +21,7 @@ import {
   union,
   type Val,
 } from "./_dataflow.ts";
+import { literalOf } from "./_literal.ts";
 import { isFunction, type Node, posOf, unwrap } from "./_node.ts";
 import { bindPattern, taintRoot } from "./_patterns.ts";
 import { type Ctx, guardOf, reportDynamic, type State } from "./_state.ts";
@@ -123,9 +124,26 @@ function callMcp(node: Node, r: Exclude<Resolved, null>, ctx: Ctx, st: State): V
   }
   st.tools.add(id);
   const { line, column } = posOf(node);
-  const task = st.graph.add(id, line, column, union(argT, guardOf(ctx)), ctx.loop);
+  const task = st.graph.add(
+    id,
+    line,
+    column,
+    union(argT, guardOf(ctx)),
+    ctx.loop,
+    literalArgs(node),
+  );
   for (const owner of ctx.frame.owners) owner.tasks.push(task);
   return { t: new Set([task.id]) };
+}
+
+/** The argument of `mcp.ns.action({ … })` when it is written as a literal object. */
+function literalArgs(node: Node): Record<string, unknown> | undefined {
+  const [arg, ...more] = node.arguments ?? [];
+  const lit = arg && !more.length ? literalOf(arg) : undefined;
+  const value = lit?.value;
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? value as Record<string, unknown>
+    : undefined;
 }
 
 export function call(node: Node, ctx: Ctx, st: State): Val {

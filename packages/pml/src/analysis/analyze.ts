@@ -53,6 +53,7 @@ export function analyzeCode(code: string, opts: AnalyzeOptions): AnalysisResult 
     column: t.column,
     dependsOn: [...t.deps].sort(byId),
     inLoop: t.inLoop,
+    ...(t.args ? { args: t.args } : {}),
   }));
   const toolsUsed = [...st.tools];
   const clientTools = toolsUsed.filter((t) => routes.get(t) === "client");

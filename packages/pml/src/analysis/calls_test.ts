@@ -14,8 +14,40 @@ Deno.test("direct call: tool id, 1-based position, not in a loop", () => {
     column: 16,
     dependsOn: [],
     inLoop: false,
+    args: { path: "a" },
   }]);
   deepStrictEqual(a.dynamic, []);
+});
+
+Deno.test("literal arguments are known before the code runs; anything computed is not", () => {
+  const argsOf = (call: string) => analyze(`const v = 1; await ${call};`).tasks[0].args;
+  deepStrictEqual(
+    argsOf(
+      `mcp.a.b({ s: "x", t: \`y\`, n: -2.5, ok: true, none: null, list: [1, "z", { "k-1": 0 }] } as const)`,
+    ),
+    { s: "x", t: "y", n: -2.5, ok: true, none: null, list: [1, "z", { "k-1": 0 }] },
+  );
+  deepStrictEqual(argsOf(`mcp.a.b({})`), {});
+  for (
+    const call of [
+      "mcp.a.b({ v })", // a variable
+      "mcp.a.b({ n: v })",
+      "mcp.a.b({ ...{ n: 1 } })",
+      "mcp.a.b({ [`k${v}`]: 1 })",
+      "mcp.a.b({ t: `x${v}` })",
+      "mcp.a.b({ f() {} })",
+      "mcp.a.b({ n: NaN })",
+      "mcp.a.b({ n: -0 })",
+      "mcp.a.b({ n: undefined })",
+      "mcp.a.b({ __proto__: { polluted: 1 } })",
+      "mcp.a.b({ k: 1, k: 2 })",
+      "mcp.a.b({ list: [1, , 2] })",
+      "mcp.a.b([1])", // not an object
+      'mcp.a.b("x")',
+      "mcp.a.b({ n: 1 }, 2)", // more than the one argument the call sends
+      "mcp.a.b()",
+    ]
+  ) equal(argsOf(call), undefined, call);
 });
 
 Deno.test("aliases of mcp and of a namespace", () => {

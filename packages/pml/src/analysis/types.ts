@@ -29,6 +29,12 @@ export interface ToolTask {
   dependsOn: string[];
   /** True when the call site may run several times (loop body, `.map`-style callback). */
   inLoop: boolean;
+  /**
+   * The call's argument when the code writes it as a literal object (`{ path: "a.txt" }`): the
+   * arguments the call will have, known before the code runs. Absent when any part of it is
+   * computed.
+   */
+  args?: Record<string, unknown>;
 }
 
 /** A use of `mcp` that the analysis cannot resolve to tool ids; it forces `client` routing. */

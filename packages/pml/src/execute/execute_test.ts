@@ -153,7 +153,7 @@ Deno.test("pml:execute: a call the code leaves running after it returned is neve
   assertEquals(existsSync(join(ws.dir, "late.txt")), false);
 });
 
-Deno.test("pml:execute: code started before its analysis finished makes no call when the analysis refuses it", async () => {
+Deno.test("pml:execute: code the analysis refuses is never run, even code the sandbox would run", async () => {
   await using ws = tempWorkspace(WRITES_ALLOWED);
   await using g = await gatewayFor(ws);
   // Valid as a sloppy-mode function body (the sandbox would run it), refused by the analysis,

@@ -6,6 +6,7 @@ import { Journal } from "./journal.ts";
 import { executeInputSchema, parseExecuteArgs } from "./args.ts";
 import { type PlanDeps, planExecution, type RemoteExecutor } from "./plan.ts";
 import { failureResult, successResult } from "./result.ts";
+import { aheadChannel, readsAhead, startReads } from "./read_ahead.ts";
 import { type Attempt, runAttempt, type RunDeps } from "./run_execution.ts";
 
 /** Default whole-execution timeout (DESIGN §9); `timeout_ms` can only lower it. */
@@ -30,6 +31,11 @@ export interface ExecuteToolDeps extends Omit<RunDeps, "rpcTimeoutMs"> {
   readonly permissionOf: PlanDeps["permissionOf"];
   readonly isClientTool?: PlanDeps["isClientTool"];
   readonly cloud?: RemoteExecutor;
+  /**
+   * True for a tool that only reads (a std tool with read access): the calls of code that uses
+   * nothing else are started ahead of it (`read_ahead.ts`). Default: none.
+   */
+  readonly readsOnly?: (toolId: string) => boolean;
   /** Wakes the sandbox the run will take, while the code is being planned. */
   readonly wakeSandbox?: () => void;
   readonly audit?: AuditLog;
@@ -113,30 +119,20 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
       const parsed = parseExecuteArgs(args, maxTimeoutMs);
       if (!parsed.ok) return parsed.result;
       const { code, timeoutMs } = parsed.value;
-      // Without a cloud the plan is local or an error: the code starts in its sandbox while it is
-      // analysed (the sandbox's wake-up and the analysis overlap), and each of its mcp.* calls
-      // waits for the plan; a refused plan stops the run before any call is made.
-      let decide: ((go: boolean) => void) | undefined;
-      let early: Promise<CallToolResult> | undefined;
-      if (!deps.cloud) {
-        const gate = new Promise<boolean>((resolve) => (decide = resolve));
-        early = execute({ code, timeoutMs, journal: new Journal(), gate }, channel);
-      } else deps.wakeSandbox?.();
-      let plan: Awaited<ReturnType<typeof planExecution>>;
-      try {
-        plan = await planExecution(parsed.value, planDeps, channel);
-      } catch (err) {
-        decide?.(false);
-        throw err;
-      }
-      decide?.(plan.mode === "local");
+      deps.wakeSandbox?.(); // its wake-up overlaps the planning
+      const plan = await planExecution(parsed.value, planDeps, channel);
       if (plan.mode === "remote") return plan.result;
       if (plan.mode === "error") {
-        await early; // its sandbox is stopped: nothing of it outlives the answer
         const { code: errCode, message, line, column } = plan.error;
         return failureResult(errCode, message, line ? { line, column } : {});
       }
-      return await (early ?? execute({ code, timeoutMs, journal: new Journal() }, channel));
+      // The reads the code will make, started now (`read_ahead.ts`); none unless it only reads.
+      const reads = deps.readsOnly
+        ? readsAhead(plan.analysis, { readsOnly: deps.readsOnly, permissionOf: deps.permissionOf })
+        : [];
+      const ahead = aheadChannel(channel);
+      const readAhead = startReads(reads, (tool, args) => deps.runTool(tool, args, ahead));
+      return await execute({ code, timeoutMs, journal: new Journal(), readAhead }, channel);
     },
   };
 }

@@ -8,6 +8,7 @@ import type { AuditLog } from "../audit/audit.ts";
 import type { Gateway, MetaTool } from "../gateway/gateway.ts";
 import type { Approvals } from "../permission/approvals.ts";
 import type { RoutingResolver } from "../routing/routing.ts";
+import { isStdReadTool } from "../targets/std/std_target.ts";
 import { createExecuteTool, type ExecuteOptions } from "./execute_tool.ts";
 import type { RemoteExecutor } from "./plan.ts";
 import { ExecSandboxPool, execSandboxSpec } from "./warm_pool.ts";
@@ -53,6 +54,7 @@ export function createExecute(deps: {
     routeOf: (id) => deps.routing.routeOf(id),
     isClientTool: (id) => deps.routing.table.client.includes(id.slice(0, id.indexOf(":"))),
     permissionOf: (id) => deps.gateway().permissions.check(id),
+    readsOnly: isStdReadTool,
     cloud: deps.cloud,
     approvals: deps.approvals,
     audit: deps.audit,

@@ -13,6 +13,7 @@ import type { CallToolResult } from "../sdk/types.ts";
 import { fromCallToolResult, resultText } from "../targets/target.ts";
 import { Deadline } from "./deadline.ts";
 import { canonicalJson, type Journal } from "./journal.ts";
+import type { AheadRead } from "./read_ahead.ts";
 import { CALL_ERROR_CODES, type CallReport, type ExecuteErrorCode } from "./result.ts";
 
 /** What one run of the code needs from the gateway. */
@@ -45,11 +46,8 @@ export interface Attempt {
   readonly timeoutMs: number;
   readonly journal: Journal;
   readonly approved?: PreApproval;
-  /**
-   * Set when the code was started before its plan was known: each `mcp.*` call waits for it, and
-   * `false` (the plan refused the code) stops the run before any call is made.
-   */
-  readonly gate?: Promise<boolean>;
+  /** Reads started before the code asked for them (`read_ahead.ts`): taken by matching calls. */
+  readonly readAhead?: readonly AheadRead[];
 }
 
 /** How a run ended. */
@@ -120,9 +118,6 @@ export async function runAttempt(
   const onAbort = () =>
     end({ kind: "error", code: "CODE_ERROR", message: "pml:execute was cancelled by the client" });
   channel.signal?.addEventListener("abort", onAbort);
-  attempt.gate?.then((go) => {
-    if (!go) end({ kind: "error", code: "CODE_ERROR", message: "pml:execute code was not run" });
-  });
 
   const live = async (index: number, tool: string, args: unknown): Promise<unknown> => {
     if (!isToolId(tool)) throw callError("UNKNOWN_TOOL", `Unknown tool "${tool}"`);
@@ -166,20 +161,69 @@ export async function runAttempt(
     try {
       const result = await Promise.race([run, timeout]);
       if (paused) throw paused;
-      if (result.isError) throw failureOf(tool, result);
-      return fromCallToolResult(result);
+      return valueOf(tool, result);
     } catch (err) {
       if (paused || err instanceof ApprovalPause) throw paused ?? err;
-      if (isPmlError(err)) throw err;
-      throw callError("TOOL_ERROR", `"${tool}" failed: ${errorMessage(err)}`);
+      throw asCallError(tool, err);
     } finally {
       rpcTimer?.clear();
     }
   };
 
+  /** Journals call `index` and adds it to the report. */
+  const record = (
+    index: number,
+    tool: string,
+    args: unknown,
+    started: number,
+    outcome: { ok: true; value: unknown } | { ok: false; err: unknown },
+  ) => {
+    const routing = deps.routeOf(tool);
+    const ms = Math.round(performance.now() - started);
+    journal.record({
+      index,
+      tool,
+      args: canonicalJson(args),
+      outcome: outcome.ok ? outcome : {
+        ok: false,
+        error: {
+          name: "Error",
+          message: errorMessage(outcome.err),
+          code: isPmlError(outcome.err) ? outcome.err.code : "TOOL_ERROR",
+        },
+      },
+      routing,
+      ms,
+    });
+    calls.push({ tool, routing, ms });
+  };
+
+  // Reads started ahead: the sandbox gets each outcome as it comes, and the code takes it when it
+  // makes that call (once); then it counts as the code's call, in the order the code made it.
+  const reads = attempt.readAhead ?? [];
+  const outcomes = reads.map((read) => {
+    const outcome = read.result.then(
+      (result) => valueOf(read.tool, result),
+      (err) => Promise.reject(asCallError(read.tool, err)),
+    );
+    outcome.catch(() => {}); // a read the code never takes
+    return outcome;
+  });
+  const taken = new Set<number>();
+  const onTaken = (i: number) => {
+    const read = reads[i];
+    if (!read || taken.has(i) || stop || finished) return;
+    taken.add(i);
+    const index = nextIndex++;
+    const started = performance.now();
+    outcomes[i].then(
+      (value) => record(index, read.tool, read.args, started, { ok: true, value }),
+      (err) => record(index, read.tool, read.args, started, { ok: false, err }),
+    );
+  };
+
   const onMcp = async (tool: string, args: unknown): Promise<unknown> => {
     const index = nextIndex++;
-    if (attempt.gate) await attempt.gate;
     if (stop || finished) return await new Promise(() => {}); // the run is ending: never answered
     const routing = deps.routeOf(tool);
     const replayed = journal.replay(index, tool, args);
@@ -193,16 +237,7 @@ export async function runAttempt(
     inFlight.add(call);
     try {
       const value = await call;
-      const ms = Math.round(performance.now() - started);
-      journal.record({
-        index,
-        tool,
-        args: canonicalJson(args),
-        outcome: { ok: true, value },
-        routing,
-        ms,
-      });
-      calls.push({ tool, routing, ms });
+      record(index, tool, args, started, { ok: true, value });
       return value;
     } catch (err) {
       if (err instanceof ApprovalPause) {
@@ -213,18 +248,7 @@ export async function runAttempt(
         others.then(() => proc.kill());
         return await new Promise(() => {});
       }
-      const ms = Math.round(performance.now() - started);
-      const code = isPmlError(err) ? err.code : "TOOL_ERROR";
-      const error = { name: "Error", message: errorMessage(err), code };
-      journal.record({
-        index,
-        tool,
-        args: canonicalJson(args),
-        outcome: { ok: false, error },
-        routing,
-        ms,
-      });
-      calls.push({ tool, routing, ms });
+      record(index, tool, args, started, { ok: false, err });
       throw err;
     } finally {
       inFlight.delete(call);
@@ -234,7 +258,10 @@ export async function runAttempt(
   try {
     const result = await proc.call(
       { ns: "exec", action: "run", args: { code: attempt.code }, workspace: deps.workspace },
-      { onMcp },
+      {
+        onMcp,
+        ahead: reads.length ? { keys: reads.map((r) => r.key), outcomes, onTaken } : undefined,
+      },
     );
     return stop ?? { kind: "success", result, calls };
   } catch (err) {
@@ -254,6 +281,17 @@ export async function runAttempt(
       setTimeout(() => proc.kill(), 0);
     }
   }
+}
+
+/** What the code gets for a tool's result: its value, or the failure it throws. */
+function valueOf(tool: string, result: CallToolResult): unknown {
+  if (result.isError) throw failureOf(tool, result);
+  return fromCallToolResult(result);
+}
+
+/** A failure of the call of `tool` as the code sees it (a `PmlError` with an execute code). */
+function asCallError(tool: string, err: unknown): PmlError {
+  return isPmlError(err) ? err : callError("TOOL_ERROR", `"${tool}" failed: ${errorMessage(err)}`);
 }
 
 /** Maps what the code threw (or how its sandbox died) to an execution failure. */

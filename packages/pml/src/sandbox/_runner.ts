@@ -72,7 +72,62 @@ for (const name of ["log", "info", "debug", "table", "dir"] as const) {
 }
 
 let nextMcpId = 1;
-const pendingMcp = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+type Waiter = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+const pendingMcp = new Map<number, Waiter>();
+
+/**
+ * Read-ahead slots of the calls in flight, by call id: one per key the host listed, holding its
+ * outcome once the host sent it, or the code waiting for it once the code made that call.
+ */
+interface AheadSlot {
+  readonly key: string;
+  taken: boolean;
+  outcome?: Extract<HostMessage, { t: "ahead_result" }>;
+  waiter?: Waiter;
+}
+const aheadSlots = new Map<number, AheadSlot[]>();
+
+const parse = JSON.parse;
+const objectKeys = Object.keys;
+const isArray = Array.isArray;
+const sortStrings = Function.prototype.call.bind(Array.prototype.sort) as (a: string[]) => string[];
+
+/** `<tool> <args as canonical JSON>`: the host's key of the same call (`execute/read_ahead.ts`). */
+function aheadKey(tool: string, args: unknown): string {
+  const sorted = (_key: string, v: unknown): unknown => {
+    if (!v || typeof v !== "object" || isArray(v)) return v;
+    const out: Record<string, unknown> = {};
+    for (const k of sortStrings(objectKeys(v))) out[k] = (v as Record<string, unknown>)[k];
+    return out;
+  };
+  try {
+    return `${tool} ${stringify(parse(stringify(args ?? {})), sorted)}`;
+  } catch {
+    return ""; // not JSON (a BigInt, a cycle): no key matches, the call goes as `mcp` and fails there
+  }
+}
+
+function settle(waiter: Waiter, msg: Extract<HostMessage, { t: "mcp_result" | "ahead_result" }>) {
+  if (msg.ok) waiter.resolve(msg.value);
+  else waiter.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
+}
+
+/** The outcome of a call the host started ahead, if `key` is one it listed and not yet taken. */
+function takeAhead(callId: number, key: string): Promise<unknown> | undefined {
+  // Plain loops: the code may have replaced array methods by now.
+  const slots = aheadSlots.get(callId) ?? [];
+  for (let index = 0; index < slots.length; index++) {
+    const slot = slots[index];
+    if (slot.taken || slot.key !== key) continue;
+    slot.taken = true;
+    send({ t: "mcp_ahead", callId, index });
+    return new Promise((resolve, reject) => {
+      slot.waiter = { resolve, reject };
+      if (slot.outcome) settle(slot.waiter, slot.outcome);
+    });
+  }
+  return undefined;
+}
 
 function mcpProxy(callId: number): unknown {
   return new Proxy({}, {
@@ -82,6 +137,7 @@ function mcpProxy(callId: number): unknown {
           typeof action !== "string"
             ? undefined
             : (args: unknown = {}) =>
+              (aheadSlots.has(callId) && takeAhead(callId, aheadKey(`${ns}:${action}`, args))) ||
               new Promise((resolve, reject) => {
                 const id = nextMcpId++;
                 pendingMcp.set(id, { resolve, reject });
@@ -102,6 +158,13 @@ function createMessage(callId: number): (params: unknown) => Promise<unknown> {
 }
 
 async function runCall(modules: ModuleTable, msg: Extract<HostMessage, { t: "call" }>) {
+  if (msg.ahead?.length) {
+    const slots: AheadSlot[] = [];
+    for (let i = 0; i < msg.ahead.length; i++) {
+      slots[i] = { key: String(msg.ahead[i]), taken: false };
+    }
+    aheadSlots.set(msg.id, slots);
+  }
   try {
     const fn = modules[msg.ns]?.[msg.action];
     if (typeof fn !== "function" || msg.action.startsWith("_")) {
@@ -115,6 +178,8 @@ async function runCall(modules: ModuleTable, msg: Extract<HostMessage, { t: "cal
     send({ t: "result", id: msg.id, ok: true, value: value === undefined ? null : value });
   } catch (err) {
     send({ t: "result", id: msg.id, ok: false, error: toWire(err) });
+  } finally {
+    aheadSlots.delete(msg.id);
   }
 }
 
@@ -125,8 +190,12 @@ function handle(modules: ModuleTable, msg: HostMessage): void {
     const waiter = pendingMcp.get(msg.id);
     if (!waiter) return;
     pendingMcp.delete(msg.id);
-    if (msg.ok) waiter.resolve(msg.value);
-    else waiter.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
+    settle(waiter, msg);
+  } else if (msg.t === "ahead_result") {
+    const slot = aheadSlots.get(msg.callId)?.[msg.index];
+    if (!slot || slot.outcome) return;
+    slot.outcome = msg;
+    if (slot.waiter) settle(slot.waiter, msg);
   }
 }
 

@@ -89,11 +89,23 @@ export class SandboxError extends Error {
   }
 }
 
+/**
+ * Calls the host started before the module asked for them (`execute/read_ahead.ts`): their keys,
+ * their outcomes (a value, or an error sent as the module's `mcp` call would get it), and what to
+ * do when the module makes call `index` (at most once each).
+ */
+export interface AheadCalls {
+  readonly keys: readonly string[];
+  readonly outcomes: readonly Promise<unknown>[];
+  readonly onTaken: (index: number) => void;
+}
+
 interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: Error) => void;
   onMcp?: McpHandler;
   onSample?: SampleHandler;
+  onAhead?: AheadCalls["onTaken"];
   timer?: ReturnType<typeof setTimeout>;
 }
 
@@ -209,7 +221,12 @@ export class SandboxProcess {
    */
   call(
     req: { ns: string; action: string; args: unknown; workspace: string },
-    opts: { timeoutMs?: number; onMcp?: McpHandler; onSample?: SampleHandler } = {},
+    opts: {
+      timeoutMs?: number;
+      onMcp?: McpHandler;
+      onSample?: SampleHandler;
+      ahead?: AheadCalls;
+    } = {},
   ): Promise<unknown> {
     if (!this.#alive) {
       return Promise.reject(
@@ -218,7 +235,13 @@ export class SandboxProcess {
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      const pending: Pending = { resolve, reject, onMcp: opts.onMcp, onSample: opts.onSample };
+      const pending: Pending = {
+        resolve,
+        reject,
+        onMcp: opts.onMcp,
+        onSample: opts.onSample,
+        onAhead: opts.ahead?.onTaken,
+      };
       if (opts.timeoutMs) {
         pending.timer = setTimeout(() => {
           this.#exitReason = `"${req.ns}:${req.action}" timed out after ${opts.timeoutMs} ms`;
@@ -240,6 +263,18 @@ export class SandboxProcess {
         action: req.action,
         args: req.args,
         ctx: { workspace: req.workspace },
+        ...(opts.ahead?.keys.length ? { ahead: [...opts.ahead.keys] } : {}),
+      });
+      opts.ahead?.outcomes.forEach((outcome, index) => {
+        const answer = (msg: HostMessage) => {
+          if (this.#alive && this.#pending.has(id)) this.#send(msg);
+        };
+        outcome.then(
+          (value) =>
+            answer({ t: "ahead_result", callId: id, index, ok: true, value: value ?? null }),
+          (err) =>
+            answer({ t: "ahead_result", callId: id, index, ok: false, error: wireError(err) }),
+        );
       });
     });
   }
@@ -397,15 +432,21 @@ export class SandboxProcess {
       }
       run().then(
         (value) => reply(true, value ?? null),
-        (err) =>
-          reply(false, {
-            name: "Error",
-            message: err instanceof Error ? err.message : String(err),
-            code: (err as { code?: string }).code,
-          }),
+        (err) => reply(false, wireError(err)),
       );
+      return;
     }
+    if (msg.t === "mcp_ahead") this.#pending.get(msg.callId)?.onAhead?.(msg.index);
   }
+}
+
+/** An error of the host's side of an `mcp` call, as the module gets it. */
+function wireError(err: unknown): WireError {
+  return {
+    name: "Error",
+    message: err instanceof Error ? err.message : String(err),
+    code: (err as { code?: string } | undefined)?.code,
+  };
 }
 
 /** Resident memory of `pid` in KiB, from `/proc/<pid>/status`. */

@@ -46,6 +46,16 @@ function metaOf(ns: string, action: string): StdToolMeta | undefined {
   return (mod?.__meta__.tools as Record<string, StdToolMeta> | undefined)?.[action];
 }
 
+/**
+ * True for a std tool that only reads (`access: "read"`): it changes nothing, so `pml:execute` may
+ * start its calls ahead of the code (`execute/read_ahead.ts`). The gateway asks the std target
+ * first, so a tool id of a std namespace is always this tool.
+ */
+export function isStdReadTool(toolId: string): boolean {
+  const [ns, action] = toolId.split(":");
+  return metaOf(ns, action)?.access === "read";
+}
+
 /** Processes the shell sandbox may hold while commands run: a fork bomb stops there. */
 export const MAX_SHELL_PROCESSES = 256;
 

@@ -1,0 +1,152 @@
+/**
+ * Read-ahead of `pml:execute` (read_ahead.ts): the sandbox protocol with a real exec sandbox, and
+ * through the gateway what code sees (same values, same errors, same report) and when nothing may
+ * be read ahead (a write in the code, a tool the user is asked about).
+ */
+import { analyzeCode } from "../analysis/mod.ts";
+import { SandboxProcess } from "../sandbox/sandbox_process.ts";
+import { assertEquals, assertMatch } from "../testing/assert.ts";
+import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
+import { execute } from "./_test_helpers.ts";
+import { aheadKey, readsAhead } from "./read_ahead.ts";
+import { execSandboxSpec } from "./warm_pool.ts";
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+Deno.test("read-ahead protocol: a listed call takes its outcome once, without an mcp round trip", async () => {
+  const proc = new SandboxProcess(execSandboxSpec());
+  try {
+    await proc.ready;
+    const live: unknown[] = [];
+    const taken: number[] = [];
+    const result = await proc.call(
+      {
+        ns: "exec",
+        action: "run",
+        args: {
+          code: `
+            const a = await mcp.fs.read({ path: "a", opts: { y: 2, x: 1 } }); // keys in another order
+            const b = await mcp.fs.read({ path: "b" }); // not listed
+            const again = await mcp.fs.read({ opts: { x: 1, y: 2 }, path: "a" }); // taken already
+            let failed;
+            try { await mcp.fs.read({ path: "gone" }); } catch (e) { failed = e.message + "/" + e.code; }
+            return [a, b, again, failed];`,
+        },
+        workspace: "/",
+      },
+      {
+        onMcp: (tool, args) => {
+          live.push([tool, args]);
+          return Promise.resolve(`live ${(args as { path: string }).path}`);
+        },
+        ahead: {
+          keys: [
+            aheadKey("fs:read", { path: "a", opts: { x: 1, y: 2 } }),
+            aheadKey("fs:read", { path: "gone" }),
+            aheadKey("fs:read", { path: "never" }),
+          ],
+          outcomes: [
+            delay(100).then(() => "ahead a"), // arrives after the code asked for it
+            Promise.reject(Object.assign(new Error("no such file"), { code: "TOOL_ERROR" })),
+            Promise.resolve("ahead never"),
+          ],
+          onTaken: (index) => taken.push(index),
+        },
+      },
+    );
+    assertEquals(result, ["ahead a", "live b", "live a", "no such file/TOOL_ERROR"]);
+    assertEquals(taken, [0, 1]);
+    assertEquals(live, [
+      ["fs:read", { path: "b" }],
+      ["fs:read", { opts: { x: 1, y: 2 }, path: "a" }],
+    ]);
+  } finally {
+    await proc.close();
+  }
+});
+
+Deno.test("read-ahead plan: only code that reads with tools the user allows, literal arguments only", () => {
+  const deps = {
+    readsOnly: (id: string) => id === "filesystem:read_file",
+    permissionOf: (
+      id: string,
+    ) => (id === "filesystem:read_file" ? "allow" as const : "ask" as const),
+  };
+  const plan = (code: string) => {
+    const a = analyzeCode(code, { routeOf: () => "client" });
+    if (!a.ok) throw new Error(a.error.message);
+    return readsAhead(a, deps);
+  };
+  assertEquals(
+    plan(`const p = "b.txt";
+      if (Math.random() > 2) await mcp.filesystem.read_file({ path: "a.txt", head: 2 });
+      await mcp.filesystem.read_file({ path: p });`),
+    [{ tool: "filesystem:read_file", args: { path: "a.txt", head: 2 } }],
+  );
+  // A tool that writes, or one the user is asked about, anywhere in the code: nothing ahead.
+  assertEquals(
+    plan(`await mcp.filesystem.read_file({ path: "a.txt" });
+      await mcp.filesystem.write_file({ path: "a.txt", content: "x" });`),
+    [],
+  );
+  // A dynamic use of mcp could be any tool.
+  assertEquals(
+    plan(
+      `await mcp.filesystem.read_file({ path: "a.txt" }); const t = "x"; await mcp.filesystem[t]({});`,
+    ),
+    [],
+  );
+});
+
+Deno.test("pml:execute read-ahead: values, errors and the calls report are those of the calls the code made", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  ws.write("a.txt", "alpha");
+  ws.write("b.txt", "beta");
+  await using g = await gatewayFor(ws);
+  const body = await execute(
+    g.client,
+    `const a = await mcp.filesystem.read_file({ path: "a.txt" });
+     const again = await mcp.filesystem.read_file({ path: "a.txt" });
+     if (a === "never") await mcp.filesystem.read_file({ path: "b.txt" });
+     const errors = [];
+     for (const path of ["../outside.txt", "missing.txt"]) {
+       try { await mcp.filesystem.read_file({ path }); } catch (e) { errors.push(e.code + " " + e.message); }
+     }
+     const literal = [];
+     try { await mcp.filesystem.read_file({ path: "../outside.txt" }); } catch (e) { literal.push(e.code + " " + e.message); }
+     try { await mcp.filesystem.read_file({ path: "missing.txt" }); } catch (e) { literal.push(e.code + " " + e.message); }
+     return { a, again, errors, literal };`,
+  );
+  assertEquals(body.status, "success", body.message);
+  const result = body.result as { a: string; again: string; errors: string[]; literal: string[] };
+  assertEquals([result.a, result.again], ["alpha", "alpha"]);
+  // A read started ahead fails as the same call made live does.
+  assertEquals(result.literal, result.errors);
+  assertMatch(result.errors[0], /outside/);
+  // The read of the branch not taken is not a call of the code.
+  assertEquals(body.calls!.length, 6);
+});
+
+Deno.test("pml:execute read-ahead: code that writes reads what it wrote", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  ws.write("a.txt", "old");
+  await using g = await gatewayFor(ws);
+  const body = await execute(
+    g.client,
+    `await mcp.filesystem.write_file({ path: "a.txt", content: "new" });
+     return await mcp.filesystem.read_file({ path: "a.txt" });`,
+  );
+  assertEquals(body.result, "new");
+});
+
+Deno.test("pml:execute read-ahead: a read the user is asked about is asked, once, when the code makes it", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["filesystem:read_file"], deny: [] },
+  });
+  ws.write("a.txt", "alpha");
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, { elicit: (m) => (asked.push(m), "yes") });
+  const body = await execute(g.client, `return await mcp.filesystem.read_file({ path: "a.txt" });`);
+  assertEquals(body.result, "alpha");
+  assertEquals(asked.length, 1);
+});
