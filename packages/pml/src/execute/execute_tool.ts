@@ -105,6 +105,8 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
           ...attempt,
           journal: new Journal(attempt.journal.entries),
           approved: { index, request, decision },
+          // Reads ahead are for code that needs no approval; a re-run makes its calls itself.
+          readAhead: undefined,
         },
         { session: channel.session },
       );
