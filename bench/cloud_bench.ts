@@ -129,7 +129,10 @@ const threeCalls = async () => {
   viaCloud(await stdio.callTool({ name: "math:evaluate", arguments: { expression: "1 + 2 + 3" } }));
   viaCloud(await stdio.callTool({ name: "text:slugify", arguments: { text: "total 6" } }));
 };
-const settle = () => new Promise((r) => setTimeout(r, 60)); // the server's next sandbox warms up
+// As in execute_bench.ts: the pause lets the server's next warm sandbox start (~85 ms on this VM) and
+// warm up, as it does between an agent's turns.
+const SETTLE_MS = 250;
+const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
 const execute = async () =>
   viaCloud(await stdio.callTool({ name: "pml__execute", arguments: { code: SNIPPET } }));
 const execSamples: number[] = [];
