@@ -4,7 +4,7 @@
  * be read ahead (a write in the code, a tool the user is asked about).
  */
 import { analyzeCode } from "../analysis/mod.ts";
-import { SandboxProcess } from "../sandbox/sandbox_process.ts";
+import { AHEAD_PUSH_CHARS, SandboxProcess } from "../sandbox/sandbox_process.ts";
 import { assertEquals, assertMatch } from "../testing/assert.ts";
 import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
 import { execute } from "./_test_helpers.ts";
@@ -30,7 +30,12 @@ Deno.test("read-ahead protocol: a listed call takes its outcome once, without an
             const again = await mcp.fs.read({ opts: { x: 1, y: 2 }, path: "a" }); // taken already
             let failed;
             try { await mcp.fs.read({ path: "gone" }); } catch (e) { failed = e.message + "/" + e.code; }
-            return [a, b, again, failed];`,
+            await new Promise((r) => setTimeout(r, 100)); // the large outcome is held by now
+            const large = await Promise.race([ // fails instead of hanging if it is never sent
+              mcp.fs.read({ path: "large" }),
+              new Promise((_, no) => setTimeout(() => no(new Error("held, never sent")), 10000)),
+            ]);
+            return [a, b, again, failed, large.length];`,
         },
         workspace: "/",
       },
@@ -44,18 +49,29 @@ Deno.test("read-ahead protocol: a listed call takes its outcome once, without an
             aheadKey("fs:read", { path: "a", opts: { x: 1, y: 2 } }),
             aheadKey("fs:read", { path: "gone" }),
             aheadKey("fs:read", { path: "never" }),
+            aheadKey("fs:read", { path: "large" }),
+            aheadKey("fs:read", { path: "large, never" }),
           ],
           outcomes: [
             delay(100).then(() => "ahead a"), // arrives after the code asked for it
             Promise.reject(Object.assign(new Error("no such file"), { code: "TOOL_ERROR" })),
             Promise.resolve("ahead never"),
+            // Over AHEAD_PUSH_CHARS: sent only once the code takes it.
+            Promise.resolve("x".repeat(AHEAD_PUSH_CHARS + 1)),
+            Promise.resolve("y".repeat(AHEAD_PUSH_CHARS + 1)),
           ],
           onTaken: (index) => taken.push(index),
         },
       },
     );
-    assertEquals(result, ["ahead a", "live b", "live a", "no such file/TOOL_ERROR"]);
-    assertEquals(taken, [0, 1]);
+    assertEquals(result, [
+      "ahead a",
+      "live b",
+      "live a",
+      "no such file/TOOL_ERROR",
+      AHEAD_PUSH_CHARS + 1,
+    ]);
+    assertEquals(taken, [0, 1, 3]);
     assertEquals(live, [
       ["fs:read", { path: "b" }],
       ["fs:read", { opts: { x: 1, y: 2 }, path: "a" }],

@@ -100,6 +100,9 @@ export interface AheadCalls {
   readonly onTaken: (index: number) => void;
 }
 
+/** Outcomes of calls started ahead up to this length (their JSON line) go before the code asks. */
+export const AHEAD_PUSH_CHARS = 256 * 1024;
+
 interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: Error) => void;
@@ -235,12 +238,26 @@ export class SandboxProcess {
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
+      // Outcomes go to the sandbox as they come, except large ones, held until the code takes
+      // them: a read the code does not end up making costs the sandbox at most AHEAD_PUSH_CHARS.
+      const taken = new Set<number>();
+      const held = new Map<number, string>();
+      const onAhead = opts.ahead && ((index: number) => {
+        if (taken.has(index)) return;
+        taken.add(index);
+        const line = held.get(index);
+        if (line !== undefined) {
+          held.delete(index);
+          this.#write(line);
+        }
+        opts.ahead!.onTaken(index);
+      });
       const pending: Pending = {
         resolve,
         reject,
         onMcp: opts.onMcp,
         onSample: opts.onSample,
-        onAhead: opts.ahead?.onTaken,
+        onAhead,
       };
       if (opts.timeoutMs) {
         pending.timer = setTimeout(() => {
@@ -267,7 +284,10 @@ export class SandboxProcess {
       });
       opts.ahead?.outcomes.forEach((outcome, index) => {
         const answer = (msg: HostMessage) => {
-          if (this.#alive && this.#pending.has(id)) this.#send(msg);
+          if (!this.#alive || !this.#pending.has(id)) return;
+          const line = JSON.stringify(msg) + "\n";
+          if (line.length <= AHEAD_PUSH_CHARS || taken.has(index)) this.#write(line);
+          else held.set(index, line);
         };
         outcome.then(
           (value) =>
@@ -378,7 +398,11 @@ export class SandboxProcess {
   }
 
   #send(message: HostMessage): void {
-    this.#writer.write(encoder.encode(JSON.stringify(message) + "\n")).catch(() => {});
+    this.#write(JSON.stringify(message) + "\n");
+  }
+
+  #write(line: string): void {
+    this.#writer.write(encoder.encode(line)).catch(() => {});
   }
 
   #readStdout(markReady: () => void): Promise<void> {
