@@ -166,3 +166,20 @@ Deno.test("pml:execute read-ahead: a read the user is asked about is asked, once
   assertEquals(body.result, "alpha");
   assertEquals(asked.length, 1);
 });
+
+Deno.test("pml:execute read-ahead: a read that does not answer fails with RPC_TIMEOUT, as made live", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  // A named pipe nobody writes: reading it blocks.
+  const made = await new Deno.Command("mkfifo", { args: [`${ws.dir}/pipe`] }).output();
+  assertEquals(made.success, true);
+  await using g = await gatewayFor(ws, { execute: { rpcTimeoutMs: 300 } });
+  const body = await execute(
+    g.client,
+    `const codes = [];
+     try { await mcp.filesystem.read_file({ path: "pipe" }); } catch (e) { codes.push(e.code); }
+     const path = ["pi", "pe"].join("");
+     try { await mcp.filesystem.read_file({ path }); } catch (e) { codes.push(e.code); }
+     return codes;`,
+  );
+  assertEquals(body.result, ["RPC_TIMEOUT", "RPC_TIMEOUT"]);
+});

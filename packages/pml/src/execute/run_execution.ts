@@ -152,11 +152,7 @@ export async function runAttempt(
     const run = deps.runTool(tool, args, { ...channel, elicit });
     run.catch(() => {}); // may settle after the race was lost to the timer
     const timeout = new Promise<never>((_, reject) => {
-      rpcTimer = new Deadline(deps.rpcTimeoutMs, () =>
-        reject(callError(
-          "RPC_TIMEOUT",
-          `mcp.${tool.replace(":", ".")}() did not answer within ${deps.rpcTimeoutMs} ms`,
-        )));
+      rpcTimer = new Deadline(deps.rpcTimeoutMs, () => reject(rpcTimeout(deps, tool)));
     });
     try {
       const result = await Promise.race([run, timeout]);
@@ -201,11 +197,22 @@ export async function runAttempt(
   // Reads started ahead: the sandbox gets each outcome as it comes, and the code takes it when it
   // makes that call (once); then it counts as the code's call, in the order the code made it.
   const reads = attempt.readAhead ?? [];
-  const outcomes = reads.map((read) => {
-    const outcome = read.result.then(
-      (result) => valueOf(read.tool, result),
-      (err) => Promise.reject(asCallError(read.tool, err)),
-    );
+  // The per-call timeout runs from the code's call, as for a call made live.
+  const timers: (() => void)[] = [];
+  const outcomes = reads.map((read, i) => {
+    const timedOut = new Promise<never>((_, reject) => {
+      timers[i] = () => {
+        const timer = new Deadline(deps.rpcTimeoutMs, () => reject(rpcTimeout(deps, read.tool)));
+        read.result.finally(() => timer.clear()).catch(() => {});
+      };
+    });
+    const outcome = Promise.race([
+      read.result.then(
+        (result) => valueOf(read.tool, result),
+        (err) => Promise.reject(asCallError(read.tool, err)),
+      ),
+      timedOut,
+    ]);
     outcome.catch(() => {}); // a read the code never takes
     return outcome;
   });
@@ -214,6 +221,7 @@ export async function runAttempt(
     const read = reads[i];
     if (!read || taken.has(i) || stop || finished) return;
     taken.add(i);
+    timers[i]();
     const index = nextIndex++;
     const started = performance.now();
     outcomes[i].then(
@@ -281,6 +289,14 @@ export async function runAttempt(
       setTimeout(() => proc.kill(), 0);
     }
   }
+}
+
+/** The failure of a call of `tool` that did not answer within the per-call timeout. */
+function rpcTimeout(deps: RunDeps, tool: string): PmlError {
+  return callError(
+    "RPC_TIMEOUT",
+    `mcp.${tool.replace(":", ".")}() did not answer within ${deps.rpcTimeoutMs} ms`,
+  );
 }
 
 /** What the code gets for a tool's result: its value, or the failure it throws. */
