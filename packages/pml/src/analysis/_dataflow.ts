@@ -27,8 +27,8 @@ export interface TaskRec {
   column: number;
   deps: Set<string>;
   inLoop: boolean;
-  /** The call's argument, when the code writes it as a literal object. */
-  args?: Record<string, unknown>;
+  /** The call's possible arguments, when all are known before the code runs. */
+  args?: Record<string, unknown>[];
 }
 
 /**
@@ -101,7 +101,7 @@ export class TaskGraph {
     column: number,
     deps: TSet,
     inLoop: boolean,
-    args?: Record<string, unknown>,
+    args?: Record<string, unknown>[],
   ): TaskRec {
     const id = `t${this.tasks.length + 1}`;
     const rec: TaskRec = { id, tool, line, column, deps: new Set(deps), inLoop };

@@ -21,7 +21,7 @@ import {
   union,
   type Val,
 } from "./_dataflow.ts";
-import { literalOf } from "./_literal.ts";
+import { literalsOf } from "./_literal.ts";
 import { isFunction, type Node, posOf, unwrap } from "./_node.ts";
 import { bindPattern, taintRoot } from "./_patterns.ts";
 import { type Ctx, guardOf, reportDynamic, type State } from "./_state.ts";
@@ -130,19 +130,20 @@ function callMcp(node: Node, r: Exclude<Resolved, null>, ctx: Ctx, st: State): V
     column,
     union(argT, guardOf(ctx)),
     ctx.loop,
-    literalArgs(node),
+    literalArgs(node, ctx),
   );
   for (const owner of ctx.frame.owners) owner.tasks.push(task);
   return { t: new Set([task.id]) };
 }
 
-/** The argument of `mcp.ns.action({ … })` when it is written as a literal object. */
-function literalArgs(node: Node): Record<string, unknown> | undefined {
+/** The arguments `mcp.ns.action({ … })` can have, when each is known before the code runs. */
+function literalArgs(node: Node, ctx: Ctx): Record<string, unknown>[] | undefined {
   const [arg, ...more] = node.arguments ?? [];
-  const lit = arg && !more.length ? literalOf(arg) : undefined;
-  const value = lit?.value;
-  return value !== null && typeof value === "object" && !Array.isArray(value)
-    ? value as Record<string, unknown>
+  const values = arg && !more.length
+    ? literalsOf(arg, (name) => ctx.scope.lookup(name)?.lits)
+    : undefined;
+  return values?.every((v) => v !== null && typeof v === "object" && !Array.isArray(v))
+    ? values as Record<string, unknown>[]
     : undefined;
 }
 

@@ -1,23 +1,32 @@
 /**
- * The value of an expression written entirely as a literal (`{ path: "a.txt", head: 5 }`), as the
- * JSON the sandbox would send for it; `undefined` for anything that needs the code to run
- * (variables, calls, spreads, interpolations, methods) or that JSON would change (`undefined`,
- * `NaN`, `-0`, a `__proto__` key).
+ * Values of expressions known before the code runs (`{ path: "a.txt", head: 5 }`, or `{ path }`
+ * where `const path = "a.txt"`), as the JSON the sandbox would send for them. Anything that needs
+ * the code to run (calls, spreads, methods, names that may change) or that JSON would change
+ * (`undefined`, `NaN`, `-0`, a `__proto__` key) is not known.
  */
 import { type Node, unwrap } from "./_node.ts";
 import { staticKey } from "./_calls.ts";
 
-/** A literal's value, boxed so that `null` is a value too. */
-export type Literal = { readonly value: unknown };
+/** The most values an expression may be known to take (a literal array looped over, …). */
+export const MAX_CHOICES = 16;
 
-export function literalOf(node: Node): Literal | undefined {
+/** The values a name in scope is known to hold: a `const` bound to a literal, a loop over one. */
+export type Lookup = (name: string) => readonly unknown[] | undefined;
+
+/**
+ * Every value `node` can take, when each is known before the code runs: a literal, a `const` name
+ * bound to one (`lookup`), an element of a literal array a `for … of` loops over, and objects,
+ * arrays and template strings made of those. `undefined` when any part is computed, or when there
+ * would be more than {@link MAX_CHOICES}.
+ */
+export function literalsOf(node: Node, lookup: Lookup): unknown[] | undefined {
   const n = unwrap(node);
   switch (n.type) {
     case "StringLiteral":
     case "BooleanLiteral":
-      return { value: n.value };
+      return [n.value];
     case "NullLiteral":
-      return { value: null };
+      return [null];
     case "NumericLiteral":
       return number(n.value as number);
     case "UnaryExpression": {
@@ -26,37 +35,59 @@ export function literalOf(node: Node): Literal | undefined {
         ? number(-(arg.value as number))
         : undefined;
     }
+    case "Identifier":
+      return lookup(n.name!)?.slice();
     case "TemplateLiteral": {
-      const cooked = n.expressions!.length === 0 ? n.quasis![0].value.cooked : undefined;
-      return typeof cooked === "string" ? { value: cooked } : undefined;
+      let out: unknown[] = [n.quasis![0].value.cooked];
+      for (let i = 0; i < n.expressions!.length; i++) {
+        const parts = literalsOf(n.expressions![i], lookup);
+        const cooked = n.quasis![i + 1].value.cooked;
+        if (!parts || !parts.every(isPrimitive) || typeof cooked !== "string") return undefined;
+        out = product(out, parts, (a, b) => `${a}${b}${cooked}`);
+        if (!out.length) return undefined;
+      }
+      return out.every((v) => typeof v === "string") ? out : undefined;
     }
     case "ArrayExpression": {
-      const out: unknown[] = [];
+      let out: unknown[] = [[]];
       for (const el of n.elements!) {
-        const lit = el && el.type !== "SpreadElement" ? literalOf(el) : undefined;
-        if (!lit) return undefined;
-        out.push(lit.value);
+        const vals = el && el.type !== "SpreadElement" ? literalsOf(el, lookup) : undefined;
+        if (!vals) return undefined;
+        out = product(out, vals, (a, b) => [...(a as unknown[]), b]);
+        if (!out.length) return undefined;
       }
-      return { value: out };
+      return out;
     }
     case "ObjectExpression": {
-      const out: Record<string, unknown> = {};
+      let out: unknown[] = [{}];
+      const seen = new Set<string>();
       for (const p of n.properties!) {
-        if (p.type !== "ObjectProperty" || p.shorthand) return undefined;
+        if (p.type !== "ObjectProperty") return undefined;
         const key = staticKey(p.key!, p.computed);
-        const lit = p.value ? literalOf(p.value as Node) : undefined;
-        if (key === undefined || key === "__proto__" || !lit || Object.hasOwn(out, key)) {
-          return undefined;
-        }
-        out[key] = lit.value;
+        // `{ path }` is `{ path: path }`.
+        const vals = p.value ? literalsOf(p.value as Node, lookup) : undefined;
+        if (key === undefined || key === "__proto__" || seen.has(key) || !vals) return undefined;
+        seen.add(key);
+        out = product(out, vals, (a, b) => ({ ...(a as object), [key]: b }));
+        if (!out.length) return undefined;
       }
-      return { value: out };
+      return out;
     }
     default:
       return undefined;
   }
 }
 
-function number(v: number): Literal | undefined {
-  return Number.isFinite(v) && !Object.is(v, -0) ? { value: v } : undefined;
+function number(v: number): unknown[] | undefined {
+  return Number.isFinite(v) && !Object.is(v, -0) ? [v] : undefined;
+}
+
+function isPrimitive(v: unknown): boolean {
+  return v === null || ["string", "number", "boolean"].includes(typeof v);
+}
+
+/** Each of `as` combined with each of `bs`; empty when there would be more than MAX_CHOICES. */
+function product(as: unknown[], bs: readonly unknown[], f: (a: unknown, b: unknown) => unknown) {
+  if (as.length * bs.length > MAX_CHOICES) return [];
+  return as.flatMap((a) => bs.map((b) => f(a, b)));
 }

@@ -12,6 +12,7 @@ import {
   staticKey,
 } from "./_calls.ts";
 import { join, newFnInfo, NO_TAINT, NONE, refine, taintWith, type Val } from "./_dataflow.ts";
+import { literalsOf } from "./_literal.ts";
 import { isFunction, type Node, unwrap } from "./_node.ts";
 import { type Ctx, guardOf, reportDynamic, type Scope, type State } from "./_state.ts";
 import { visit, walkFunction } from "./_walk.ts";
@@ -42,6 +43,10 @@ export function varDecl(node: Node, ctx: Ctx, st: State): void {
       walkFunction(init, ctx, st, NONE, ctx.loop, fn);
     } else v = visit(init, ctx, st);
     bindPattern(d.id!, taintWith(v, guardOf(ctx)), ctx, st, scope);
+    if (node.kind === "const" && init && d.id!.type === "Identifier") {
+      const lits = literalsOf(init, (name) => ctx.scope.lookup(name)?.lits);
+      if (lits) scope.vars.get(d.id!.name!)!.lits = lits;
+    }
   }
 }
 

@@ -8,6 +8,8 @@ import { type Node, posOf } from "./_node.ts";
 export interface Binding {
   val: Val;
   ref?: McpRef;
+  /** The values a `const` holds when they are known before the code runs (`_literal.ts`). */
+  lits?: readonly unknown[];
 }
 
 /** A lexical scope; `fn` scopes receive `var` declarations. */

@@ -15,6 +15,7 @@ import {
   object,
   unary,
 } from "./_expr.ts";
+import { literalsOf, MAX_CHOICES } from "./_literal.ts";
 import type { Node } from "./_node.ts";
 import { bindPattern, varDecl } from "./_patterns.ts";
 import { type Ctx, guardOf, newFrame, Scope, type State } from "./_state.ts";
@@ -273,7 +274,16 @@ function loop(node: Node, ctx: Ctx, st: State): Val {
     const elem: Val = { t: union(items, guardOf(ctx)) };
     const left = node.left!;
     if (left.type === "VariableDeclaration") {
-      bindPattern(left.declarations![0].id!, elem, outer, st, scope);
+      const id = left.declarations![0].id!;
+      bindPattern(id, elem, outer, st, scope);
+      // `for (const f of ["a", "b"])`: `f` is one of the elements.
+      if (node.type === "ForOfStatement" && left.kind === "const" && id.type === "Identifier") {
+        const lists = literalsOf(node.right!, (name) => ctx.scope.lookup(name)?.lits);
+        const list = lists?.length === 1 ? lists[0] : undefined;
+        if (Array.isArray(list) && list.length && list.length <= MAX_CHOICES) {
+          scope.vars.get(id.name!)!.lits = list;
+        }
+      }
     } else bindPattern(left, elem, outer, st, null);
     visit(node.body as Node, { ...inLoop, guard: union(ctx.guard, items) }, st);
   } else if (node.type === "DoWhileStatement") {

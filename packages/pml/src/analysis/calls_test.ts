@@ -14,40 +14,61 @@ Deno.test("direct call: tool id, 1-based position, not in a loop", () => {
     column: 16,
     dependsOn: [],
     inLoop: false,
-    args: { path: "a" },
+    args: [{ path: "a" }],
   }]);
   deepStrictEqual(a.dynamic, []);
 });
 
 Deno.test("literal arguments are known before the code runs; anything computed is not", () => {
-  const argsOf = (call: string) => analyze(`const v = 1; await ${call};`).tasks[0].args;
+  const argsOf = (call: string, before = "") =>
+    analyze(`let v = 1; ${before}\nawait ${call};`).tasks[0].args;
   deepStrictEqual(
     argsOf(
       `mcp.a.b({ s: "x", t: \`y\`, n: -2.5, ok: true, none: null, list: [1, "z", { "k-1": 0 }] } as const)`,
     ),
-    { s: "x", t: "y", n: -2.5, ok: true, none: null, list: [1, "z", { "k-1": 0 }] },
+    [{ s: "x", t: "y", n: -2.5, ok: true, none: null, list: [1, "z", { "k-1": 0 }] }],
   );
-  deepStrictEqual(argsOf(`mcp.a.b({})`), {});
+  deepStrictEqual(argsOf(`mcp.a.b({})`), [{}]);
+  // const names bound to what is known, and the elements of a literal array looped over.
+  deepStrictEqual(argsOf(`mcp.a.b({ path, n })`, `const path = "a.txt"; const n = 2;`), [
+    { path: "a.txt", n: 2 },
+  ]);
+  deepStrictEqual(
+    analyze(`const dir = "src"; const files = ["a", "b"];
+      for (const f of files) await mcp.fs.read({ path: \`\${dir}/\${f}.ts\` });`).tasks[0].args,
+    [{ path: "src/a.ts" }, { path: "src/b.ts" }],
+  );
   for (
-    const call of [
-      "mcp.a.b({ v })", // a variable
-      "mcp.a.b({ n: v })",
-      "mcp.a.b({ ...{ n: 1 } })",
-      "mcp.a.b({ [`k${v}`]: 1 })",
-      "mcp.a.b({ t: `x${v}` })",
-      "mcp.a.b({ f() {} })",
-      "mcp.a.b({ n: NaN })",
-      "mcp.a.b({ n: -0 })",
-      "mcp.a.b({ n: undefined })",
-      "mcp.a.b({ __proto__: { polluted: 1 } })",
-      "mcp.a.b({ k: 1, k: 2 })",
-      "mcp.a.b({ list: [1, , 2] })",
-      "mcp.a.b([1])", // not an object
-      'mcp.a.b("x")',
-      "mcp.a.b({ n: 1 }, 2)", // more than the one argument the call sends
-      "mcp.a.b()",
+    const [call, before] of [
+      ["mcp.a.b({ v })", ""], // `let`: may change
+      ["mcp.a.b({ n: v })", ""],
+      ["mcp.a.b({ p })", "const p = Math.random();"],
+      ["mcp.a.b({ p })", "const { p } = { p: 1 };"], // destructured: not followed
+      ["mcp.a.b({ ...{ n: 1 } })", ""],
+      ["mcp.a.b({ [`k${v}`]: 1 })", ""],
+      ["mcp.a.b({ t: `x${v}` })", ""],
+      ["mcp.a.b({ t: `x${o}` })", "const o = { a: 1 };"], // not a string once interpolated
+      ["mcp.a.b({ f() {} })", ""],
+      ["mcp.a.b({ n: NaN })", ""],
+      ["mcp.a.b({ n: -0 })", ""],
+      ["mcp.a.b({ n: undefined })", ""],
+      ["mcp.a.b({ __proto__: { polluted: 1 } })", ""],
+      ["mcp.a.b({ k: 1, k: 2 })", ""],
+      ["mcp.a.b({ list: [1, , 2] })", ""],
+      ["mcp.a.b([1])", ""], // not an object
+      ['mcp.a.b("x")', ""],
+      ["mcp.a.b({ n: 1 }, 2)", ""], // more than the one argument the call sends
+      ["mcp.a.b()", ""],
     ]
-  ) equal(argsOf(call), undefined, call);
+  ) equal(argsOf(call, before), undefined, `${before} ${call}`);
+  // More than 16 combinations: none is known.
+  const many = JSON.stringify(Array.from({ length: 17 }, (_, i) => `f${i}`));
+  equal(
+    analyze(`for (const f of ${many}) await mcp.fs.read({ path: f });`).tasks[0].args,
+    undefined,
+  );
+  // A `let` loop variable may be reassigned in the body.
+  equal(analyze(`for (let f of ["a"]) await mcp.fs.read({ path: f });`).tasks[0].args, undefined);
 });
 
 Deno.test("aliases of mcp and of a namespace", () => {

@@ -30,11 +30,12 @@ export interface ToolTask {
   /** True when the call site may run several times (loop body, `.map`-style callback). */
   inLoop: boolean;
   /**
-   * The call's argument when the code writes it as a literal object (`{ path: "a.txt" }`): the
-   * arguments the call will have, known before the code runs. Absent when any part of it is
-   * computed.
+   * The arguments the call can have, when each is known before the code runs: written as a
+   * literal object (`{ path: "a.txt" }`), or made of `const` names bound to literals and of the
+   * elements of a literal array a `for … of` loops over (`{ path: \`src/${f}\` }`: one entry per
+   * element). At most 16. Absent when any part is computed.
    */
-  args?: Record<string, unknown>;
+  args?: Record<string, unknown>[];
 }
 
 /** A use of `mcp` that the analysis cannot resolve to tool ids; it forces `client` routing. */

@@ -45,8 +45,8 @@ export function readsAhead(
   }
   const calls: { tool: string; args: Record<string, unknown> }[] = [];
   for (const task of analysis.tasks) {
-    if (task.args && calls.length < MAX_READ_AHEAD) {
-      calls.push({ tool: task.tool, args: task.args });
+    for (const args of task.args ?? []) {
+      if (calls.length < MAX_READ_AHEAD) calls.push({ tool: task.tool, args });
     }
   }
   return calls;

@@ -96,8 +96,13 @@ Deno.test("read-ahead plan: only code that reads with tools the user allows, lit
   assertEquals(
     plan(`const p = "b.txt";
       if (Math.random() > 2) await mcp.filesystem.read_file({ path: "a.txt", head: 2 });
-      await mcp.filesystem.read_file({ path: p });`),
-    [{ tool: "filesystem:read_file", args: { path: "a.txt", head: 2 } }],
+      await mcp.filesystem.read_file({ path: p });
+      for (const f of ["c", "d"]) await mcp.filesystem.read_file({ path: f + ".txt" });
+      await mcp.filesystem.read_file({ path: String(Math.random()) });`),
+    [
+      { tool: "filesystem:read_file", args: { path: "a.txt", head: 2 } },
+      { tool: "filesystem:read_file", args: { path: "b.txt" } },
+    ],
   );
   // A tool that writes, or one the user is asked about, anywhere in the code: nothing ahead.
   assertEquals(
@@ -182,4 +187,19 @@ Deno.test("pml:execute read-ahead: a read that does not answer fails with RPC_TI
      return codes;`,
   );
   assertEquals(body.result, ["RPC_TIMEOUT", "RPC_TIMEOUT"]);
+});
+
+Deno.test("pml:execute read-ahead: a loop over a literal list of files reads each, in order", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  for (const n of [1, 2, 3]) ws.write(`f${n}.txt`, `file ${n}`);
+  await using g = await gatewayFor(ws);
+  const body = await execute(
+    g.client,
+    `const dir = ".";
+     const out = [];
+     for (const n of [1, 2, 3, 2]) out.push(await mcp.filesystem.read_file({ path: \`\${dir}/f\${n}.txt\` }));
+     return out;`,
+  );
+  assertEquals(body.result, ["file 1", "file 2", "file 3", "file 2"]);
+  assertEquals(body.calls!.length, 4);
 });
