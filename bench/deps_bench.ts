@@ -19,7 +19,7 @@ import { createMcpServer } from "../packages/pml/src/gateway/mcp_server.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { InMemoryTransport } from "../packages/pml/src/sdk/in_memory.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { figure, median, ratio, row } from "./_stats.ts";
+import { figure, median, row } from "./_stats.ts";
 
 const SEQUENTIAL = 1000;
 const CONCURRENCY = 64;
