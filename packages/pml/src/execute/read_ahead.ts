@@ -4,7 +4,8 @@
  *
  * Code written as `await mcp.filesystem.read_file({ path: "a" })`, then `"b"`, then `"c"` waits for
  * each read before it asks for the next: three trips code → gateway → tool and back, one after the
- * other. The analysis already knows those three calls and their arguments (literal objects), so
+ * other. The analysis already knows those three calls and their arguments (`ToolTask.args`: literals,
+ * `const` names bound to them, elements of a literal array a loop runs over), so
  * the gateway asks for all three as soon as the plan allows the code, starts the code with the
  * list of what it started, and sends each result to the sandbox as it comes. A call of the code
  * that is on the list takes its result there, without a round trip: the runner only tells the
@@ -16,7 +17,9 @@
  * code can change what a read returns, and a read the code ends up not making (a branch it did not
  * take) changed nothing either. Each read runs through the same gateway pipeline as the code's own
  * call would (permission, path confinement, audit, sandbox), with the same arguments; the code gets
- * the result of a call with exactly its tool and arguments (canonical JSON), each at most once.
+ * the result of a call with exactly its tool and arguments (canonical JSON), each at most once. A
+ * wrong guess of the analysis (an array changed before the loop) only costs a read: no call
+ * matches it, and the code's own call goes live.
  */
 import type { CallChannel } from "../gateway/gateway.ts";
 import type { Analysis } from "../analysis/types.ts";
