@@ -171,10 +171,10 @@ export async function runAttempt(
     index: number,
     tool: string,
     args: unknown,
+    routing: Routing,
     started: number,
     outcome: { ok: true; value: unknown } | { ok: false; err: unknown },
   ) => {
-    const routing = deps.routeOf(tool);
     const ms = Math.round(performance.now() - started);
     journal.record({
       index,
@@ -195,13 +195,13 @@ export async function runAttempt(
   };
 
   // Reads started ahead: the sandbox gets each outcome as it comes, and the code takes it when it
-  // makes that call (once); then it counts as the code's call, in the order the code made it.
-  const reads = attempt.readAhead ?? [];
-  // The per-call timeout runs from the code's call, as for a call made live.
-  const timers: (() => void)[] = [];
-  const outcomes = reads.map((read, i) => {
+  // makes that call (the sandbox process hands each index over once); then it counts as the code's
+  // call, in the order the code made it, and the per-call timeout runs from there, as for a call
+  // made live.
+  const aheads = (attempt.readAhead ?? []).map((read) => {
+    let startClock!: () => void;
     const timedOut = new Promise<never>((_, reject) => {
-      timers[i] = () => {
+      startClock = () => {
         const timer = new Deadline(deps.rpcTimeoutMs, () => reject(rpcTimeout(deps, read.tool)));
         read.result.finally(() => timer.clear()).catch(() => {});
       };
@@ -214,19 +214,19 @@ export async function runAttempt(
       timedOut,
     ]);
     outcome.catch(() => {}); // a read the code never takes
-    return outcome;
+    return { read, outcome, startClock };
   });
-  const taken = new Set<number>();
   const onTaken = (i: number) => {
-    const read = reads[i];
-    if (!read || taken.has(i) || stop || finished) return;
-    taken.add(i);
-    timers[i]();
+    const ahead = aheads[i];
+    if (!ahead || stop || finished) return;
+    ahead.startClock();
+    const { tool, args } = ahead.read;
     const index = nextIndex++;
+    const routing = deps.routeOf(tool);
     const started = performance.now();
-    outcomes[i].then(
-      (value) => record(index, read.tool, read.args, started, { ok: true, value }),
-      (err) => record(index, read.tool, read.args, started, { ok: false, err }),
+    ahead.outcome.then(
+      (value) => record(index, tool, args, routing, started, { ok: true, value }),
+      (err) => record(index, tool, args, routing, started, { ok: false, err }),
     );
   };
 
@@ -245,7 +245,7 @@ export async function runAttempt(
     inFlight.add(call);
     try {
       const value = await call;
-      record(index, tool, args, started, { ok: true, value });
+      record(index, tool, args, routing, started, { ok: true, value });
       return value;
     } catch (err) {
       if (err instanceof ApprovalPause) {
@@ -256,7 +256,7 @@ export async function runAttempt(
         others.then(() => proc.kill());
         return await new Promise(() => {});
       }
-      record(index, tool, args, started, { ok: false, err });
+      record(index, tool, args, routing, started, { ok: false, err });
       throw err;
     } finally {
       inFlight.delete(call);
@@ -268,7 +268,13 @@ export async function runAttempt(
       { ns: "exec", action: "run", args: { code: attempt.code }, workspace: deps.workspace },
       {
         onMcp,
-        ahead: reads.length ? { keys: reads.map((r) => r.key), outcomes, onTaken } : undefined,
+        ahead: aheads.length
+          ? {
+            keys: aheads.map((a) => a.read.key),
+            outcomes: aheads.map((a) => a.outcome),
+            onTaken,
+          }
+          : undefined,
       },
     );
     return stop ?? { kind: "success", result, calls };
