@@ -139,9 +139,7 @@ function callMcp(node: Node, r: Exclude<Resolved, null>, ctx: Ctx, st: State): V
 /** The arguments `mcp.ns.action({ … })` can have, when each is known before the code runs. */
 function literalArgs(node: Node, ctx: Ctx): Record<string, unknown>[] | undefined {
   const [arg, ...more] = node.arguments ?? [];
-  const values = arg && !more.length
-    ? literalsOf(arg, (name) => ctx.scope.lookup(name)?.lits)
-    : undefined;
+  const values = arg && !more.length ? literalsOf(arg, ctx.scope) : undefined;
   return values?.every((v) => v !== null && typeof v === "object" && !Array.isArray(v))
     ? values as Record<string, unknown>[]
     : undefined;

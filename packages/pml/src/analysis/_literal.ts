@@ -6,20 +6,18 @@
  */
 import { type Node, unwrap } from "./_node.ts";
 import { staticKey } from "./_calls.ts";
+import type { Scope } from "./_state.ts";
 
 /** The most values an expression may be known to take (a literal array looped over, …). */
 export const MAX_CHOICES = 16;
 
-/** The values a name in scope is known to hold: a `const` bound to a literal, a loop over one. */
-export type Lookup = (name: string) => readonly unknown[] | undefined;
-
 /**
  * Every value `node` can take, when each is known before the code runs: a literal, a `const` name
- * bound to one (`lookup`), an element of a literal array a `for … of` loops over, and objects,
- * arrays and template strings made of those. `undefined` when any part is computed, or when there
+ * bound to one (`Binding.lits` in `scope`), an element of a literal array a `for … of` loops over,
+ * and objects, arrays and template strings made of those. `undefined` when any part is computed, or when there
  * would be more than {@link MAX_CHOICES}.
  */
-export function literalsOf(node: Node, lookup: Lookup): unknown[] | undefined {
+export function literalsOf(node: Node, scope: Scope): unknown[] | undefined {
   const n = unwrap(node);
   switch (n.type) {
     case "StringLiteral":
@@ -36,11 +34,11 @@ export function literalsOf(node: Node, lookup: Lookup): unknown[] | undefined {
         : undefined;
     }
     case "Identifier":
-      return lookup(n.name!)?.slice();
+      return scope.lookup(n.name!)?.lits?.slice();
     case "TemplateLiteral": {
       let out: unknown[] = [n.quasis![0].value.cooked];
       for (let i = 0; i < n.expressions!.length; i++) {
-        const parts = literalsOf(n.expressions![i], lookup);
+        const parts = literalsOf(n.expressions![i], scope);
         const cooked = n.quasis![i + 1].value.cooked;
         if (!parts || !parts.every(isPrimitive) || typeof cooked !== "string") return undefined;
         out = product(out, parts, (a, b) => `${a}${b}${cooked}`);
@@ -51,7 +49,7 @@ export function literalsOf(node: Node, lookup: Lookup): unknown[] | undefined {
     case "ArrayExpression": {
       let out: unknown[] = [[]];
       for (const el of n.elements!) {
-        const vals = el && el.type !== "SpreadElement" ? literalsOf(el, lookup) : undefined;
+        const vals = el && el.type !== "SpreadElement" ? literalsOf(el, scope) : undefined;
         if (!vals) return undefined;
         out = product(out, vals, (a, b) => [...(a as unknown[]), b]);
         if (!out.length) return undefined;
@@ -65,7 +63,7 @@ export function literalsOf(node: Node, lookup: Lookup): unknown[] | undefined {
         if (p.type !== "ObjectProperty") return undefined;
         const key = staticKey(p.key!, p.computed);
         // `{ path }` is `{ path: path }`.
-        const vals = p.value ? literalsOf(p.value as Node, lookup) : undefined;
+        const vals = p.value ? literalsOf(p.value as Node, scope) : undefined;
         if (key === undefined || key === "__proto__" || seen.has(key) || !vals) return undefined;
         seen.add(key);
         out = product(out, vals, (a, b) => ({ ...(a as object), [key]: b }));

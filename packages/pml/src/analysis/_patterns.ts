@@ -44,7 +44,7 @@ export function varDecl(node: Node, ctx: Ctx, st: State): void {
     } else v = visit(init, ctx, st);
     bindPattern(d.id!, taintWith(v, guardOf(ctx)), ctx, st, scope);
     if (node.kind === "const" && init && d.id!.type === "Identifier") {
-      const lits = literalsOf(init, (name) => ctx.scope.lookup(name)?.lits);
+      const lits = literalsOf(init, ctx.scope);
       if (lits) scope.vars.get(d.id!.name!)!.lits = lits;
     }
   }

@@ -278,7 +278,7 @@ function loop(node: Node, ctx: Ctx, st: State): Val {
       bindPattern(id, elem, outer, st, scope);
       // `for (const f of ["a", "b"])`: `f` is one of the elements.
       if (node.type === "ForOfStatement" && left.kind === "const" && id.type === "Identifier") {
-        const lists = literalsOf(node.right!, (name) => ctx.scope.lookup(name)?.lits);
+        const lists = literalsOf(node.right!, ctx.scope);
         const list = lists?.length === 1 ? lists[0] : undefined;
         if (Array.isArray(list) && list.length && list.length <= MAX_CHOICES) {
           scope.vars.get(id.name!)!.lits = list;
