@@ -4,6 +4,8 @@ import { Client } from "../../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
 import { ElicitRequestSchema } from "../../packages/pml/src/sdk/types.ts";
 import { liveProcesses } from "../../packages/pml/src/procfs.ts";
+import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
+import { textOf } from "../../packages/pml/src/testing/workspace.ts";
 
 export const PML_BIN = join(import.meta.dirname!, "..", "..", "bin", "pml");
 
@@ -88,4 +90,26 @@ export async function commandsOnceRunning(
     await new Promise((r) => setTimeout(r, 50));
   }
   return commands;
+}
+
+/**
+ * What each form of `pml stdio` (the bundle, the npm package) must do for a client: list the std
+ * tools and `pml:execute`, read the workspace's `a.txt` (which holds `text`), and run code that
+ * reads it.
+ */
+export async function assertServesWorkspace(client: Client, text: string): Promise<void> {
+  const names = (await client.listTools()).tools.map((t) => t.name);
+  for (const name of ["filesystem__read_file", "pml__execute"]) {
+    assert(names.includes(name), names.join(", "));
+  }
+  const read = await client.callTool({
+    name: "filesystem__read_file",
+    arguments: { path: "a.txt" },
+  });
+  assertEquals(textOf(read), text);
+  const exec = await client.callTool({
+    name: "pml__execute",
+    arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
+  });
+  assert(!exec.isError && textOf(exec).includes(`"result":${text.length}`), textOf(exec));
 }

@@ -5,15 +5,15 @@
 import { join, resolve } from "node:path";
 import { bundle } from "../../packages/pml/scripts/bundle.ts";
 import { assert, assertEquals, assertRejects } from "../../packages/pml/src/testing/assert.ts";
-import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { commandsOnceRunning, connectStdio } from "./_spawn.ts";
+import { FILESYSTEM_ALLOWED, tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { assertServesWorkspace, commandsOnceRunning, connectStdio } from "./_spawn.ts";
 
 const ROOT = resolve(import.meta.dirname!, "..", "..");
 const PKG = join(ROOT, "packages", "pml");
 
 Deno.test("bundled form: pml stdio serves std tools and pml:execute from the bundle's own sandboxes", async () => {
   const out = Deno.makeTempDirSync({ dir: PKG, prefix: ".bundle-test-" });
-  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   try {
     await bundle(out);
     ws.write("a.txt", "from the bundle");
@@ -31,21 +31,7 @@ Deno.test("bundled form: pml stdio serves std tools and pml:execute from the bun
       ],
       env: { DENO_NO_UPDATE_CHECK: "1" },
     });
-    const names = (await client.listTools()).tools.map((t) => t.name);
-    assert(names.includes("filesystem__read_file"), names.join(", "));
-    assert(names.includes("pml__execute"), names.join(", "));
-
-    const read = await client.callTool({
-      name: "filesystem__read_file",
-      arguments: { path: "a.txt" },
-    });
-    assertEquals(textOf(read), "from the bundle");
-    const exec = await client.callTool({
-      name: "pml__execute",
-      arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
-    });
-    assert(!exec.isError, textOf(exec));
-    assert(textOf(exec).includes("15"), textOf(exec));
+    await assertServesWorkspace(client, "from the bundle");
 
     // The sandboxes are the bundled entries, not the sources beside them. An execution sandbox
     // ends with its run; the pool starts the next one in the background: wait for it.

@@ -6,13 +6,17 @@
  */
 import { join } from "node:path";
 import { installPacked } from "../../packages/pml/scripts/pack.ts";
-import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
-import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { commandsOnceRunning, connectStdio } from "./_spawn.ts";
+import { assert } from "../../packages/pml/src/testing/assert.ts";
+import {
+  FILESYSTEM_ALLOWED,
+  tempWorkspace,
+  textOf,
+} from "../../packages/pml/src/testing/workspace.ts";
+import { assertServesWorkspace, commandsOnceRunning, connectStdio } from "./_spawn.ts";
 
 Deno.test("npm package: `npm install` of the packed @casys/pml gives a `pml` that serves tools, runs pml:execute and knows its catalogue", async () => {
   const project = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-npm-project-" }));
-  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   try {
     const { packed, pkg, bin } = await installPacked(project);
     for (const f of ["bin/pml", "dist/pml.js", "dist/sandbox/std_entry.js", "package.json"]) {
@@ -26,18 +30,7 @@ Deno.test("npm package: `npm install` of the packed @casys/pml gives a `pml` tha
       command: bin,
       env: { PML_REGISTRY_URL: "http://127.0.0.1:9" },
     });
-    const names = (await client.listTools()).tools.map((t) => t.name);
-    assert(names.includes("filesystem__read_file"), names.join(", "));
-    const read = await client.callTool({
-      name: "filesystem__read_file",
-      arguments: { path: "a.txt" },
-    });
-    assertEquals(textOf(read), "from the package");
-    const exec = await client.callTool({
-      name: "pml__execute",
-      arguments: { code: 'return (await mcp.filesystem.read_file({ path: "a.txt" })).length;' },
-    });
-    assert(!exec.isError && textOf(exec).includes('"result":16'), textOf(exec));
+    await assertServesWorkspace(client, "from the package");
     // A stdio MCP of the package's own catalogue is known (its install is asked for, not run).
     const memory = await client.callTool({ name: "memory__read_graph", arguments: {} });
     assert(textOf(memory).includes("@modelcontextprotocol/server-memory"), textOf(memory));

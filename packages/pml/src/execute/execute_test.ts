@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../testing/assert.ts";
-import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
+import { FILESYSTEM_ALLOWED, gatewayFor, tempWorkspace } from "../testing/workspace.ts";
 import { execSandboxPids, execute, processExists } from "./_test_helpers.ts";
 
 const PERMS = {
@@ -11,9 +11,6 @@ const PERMS = {
     deny: ["filesystem:write_file"],
   },
 };
-
-/** Every filesystem tool allowed: a call that reaches the gateway writes. */
-const WRITES_ALLOWED = { permissions: { allow: ["filesystem"], ask: [], deny: [] } };
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -141,7 +138,7 @@ Deno.test("pml:execute: each execution gets a fresh sandbox, never reused; one s
 });
 
 Deno.test("pml:execute: a call the code leaves running after it returned is never made", async () => {
-  await using ws = tempWorkspace(WRITES_ALLOWED);
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   await using g = await gatewayFor(ws);
   const body = await execute(
     g.client,
@@ -154,7 +151,7 @@ Deno.test("pml:execute: a call the code leaves running after it returned is neve
 });
 
 Deno.test("pml:execute: code the analysis refuses is never run, even code the sandbox would run", async () => {
-  await using ws = tempWorkspace(WRITES_ALLOWED);
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   await using g = await gatewayFor(ws);
   // Valid as a sloppy-mode function body (the sandbox would run it), refused by the analysis,
   // which parses strict code: a legacy octal literal after a write.

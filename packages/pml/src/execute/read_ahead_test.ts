@@ -6,7 +6,7 @@
 import { analyzeCode } from "../analysis/mod.ts";
 import { AHEAD_PUSH_CHARS, SandboxProcess } from "../sandbox/sandbox_process.ts";
 import { assertEquals, assertMatch } from "../testing/assert.ts";
-import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
+import { FILESYSTEM_ALLOWED, gatewayFor, tempWorkspace } from "../testing/workspace.ts";
 import { execute } from "./_test_helpers.ts";
 import { aheadKey, readsAhead } from "./read_ahead.ts";
 import { execSandboxSpec } from "./warm_pool.ts";
@@ -120,7 +120,7 @@ Deno.test("read-ahead plan: only code that reads with tools the user allows, lit
 });
 
 Deno.test("pml:execute read-ahead: values, errors and the calls report are those of the calls the code made", async () => {
-  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   ws.write("a.txt", "alpha");
   ws.write("b.txt", "beta");
   await using g = await gatewayFor(ws);
@@ -149,7 +149,7 @@ Deno.test("pml:execute read-ahead: values, errors and the calls report are those
 });
 
 Deno.test("pml:execute read-ahead: code that writes reads what it wrote", async () => {
-  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   ws.write("a.txt", "old");
   await using g = await gatewayFor(ws);
   const body = await execute(
@@ -173,7 +173,7 @@ Deno.test("pml:execute read-ahead: a read the user is asked about is asked, once
 });
 
 Deno.test("pml:execute read-ahead: a read that does not answer fails with RPC_TIMEOUT, as made live", async () => {
-  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   // A named pipe nobody writes: reading it blocks.
   const made = await new Deno.Command("mkfifo", { args: [`${ws.dir}/pipe`] }).output();
   assertEquals(made.success, true);
@@ -190,7 +190,7 @@ Deno.test("pml:execute read-ahead: a read that does not answer fails with RPC_TI
 });
 
 Deno.test("pml:execute read-ahead: a loop over a literal list of files reads each, in order", async () => {
-  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   for (const n of [1, 2, 3]) ws.write(`f${n}.txt`, `file ${n}`);
   await using g = await gatewayFor(ws);
   const body = await execute(

@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../testing/assert.ts";
-import { gatewayFor, tempWorkspace } from "../testing/workspace.ts";
+import { FILESYSTEM_ALLOWED, gatewayFor, tempWorkspace } from "../testing/workspace.ts";
 import { execute } from "./_test_helpers.ts";
 import { ExecSandboxPool, execSandboxSpec, WARM_UP_NS } from "./warm_pool.ts";
 
@@ -45,7 +45,7 @@ Deno.test("exec warm pool: without keepWarm nothing is warmed up", async () => {
 });
 
 Deno.test("pml:execute: the warm-up's mcp namespace is not a tool code can call", async () => {
-  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   await using g = await gatewayFor(ws);
   const body = await execute(g.client, `return await mcp.${WARM_UP_NS}.echo({ n: 1 });`);
   assert(body.isError, JSON.stringify(body));

@@ -27,6 +27,9 @@ export interface TempWorkspace {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** `.pml.json` allowing every filesystem tool without a question (reads and writes). */
+export const FILESYSTEM_ALLOWED = { permissions: { allow: ["filesystem"], ask: [], deny: [] } };
+
 /** Creates a workspace `<tmp>/ws` (real path) with the given `.pml.json` (none if undefined). */
 export function tempWorkspace(pmlJson?: unknown): TempWorkspace {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-test-" }));
