@@ -25,20 +25,21 @@ const PARSE_OPTIONS: ParserOptions = {
 
 /**
  * Times `a` and `b` on alternate turns (order swapped each iteration), so that both see the same
- * machine load, JIT state and garbage collections. Returns sorted samples in milliseconds.
+ * machine load, JIT state and garbage collections. Both are awaited (`analyzeCode` is async: the
+ * parser is imported on first use), so both pay the same microtask. Returns sorted samples in ms.
  */
-function measurePair(a: () => unknown, b: () => unknown): [number[], number[]] {
-  for (let i = 0; i < WARMUP; i++) (a(), b());
+async function measurePair(a: () => unknown, b: () => unknown): Promise<[number[], number[]]> {
+  for (let i = 0; i < WARMUP; i++) (await a(), await b());
   const sa: number[] = [];
   const sb: number[] = [];
-  const time = (fn: () => unknown, into: number[]) => {
+  const time = async (fn: () => unknown, into: number[]) => {
     const t0 = performance.now();
-    fn();
+    await fn();
     into.push(performance.now() - t0);
   };
   for (let i = 0; i < ITERATIONS; i++) {
-    if (i % 2 === 0) (time(a, sa), time(b, sb));
-    else (time(b, sb), time(a, sa));
+    if (i % 2 === 0) (await time(a, sa), await time(b, sb));
+    else (await time(b, sb), await time(a, sa));
   }
   return [sa.sort((x, y) => x - y), sb.sort((x, y) => x - y)];
 }
@@ -46,10 +47,10 @@ function measurePair(a: () => unknown, b: () => unknown): [number[], number[]] {
 const pct = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor(s.length * p))];
 const ms = (x: number) => `${x.toFixed(3)} ms`;
 
-const check = analyzeCode(SNIPPET_50, { routeOf });
+const check = await analyzeCode(SNIPPET_50, { routeOf });
 if (!check.ok || check.tasks.length !== 9) throw new Error("analysis bench: unexpected analysis");
 
-const [analysis, baseline] = measurePair(
+const [analysis, baseline] = await measurePair(
   () => analyzeCode(SNIPPET_50, { routeOf }),
   () => parse(SNIPPET_50, PARSE_OPTIONS),
 );

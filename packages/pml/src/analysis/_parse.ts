@@ -1,5 +1,6 @@
 /** Parsing of `pml:execute` code (a TypeScript function body) with `@babel/parser`. */
-import { parse, type ParserOptions } from "@babel/parser";
+import type { ParserOptions } from "@babel/parser";
+import { babelParser } from "../babel.ts";
 import type { Node } from "./_node.ts";
 import type { AnalysisError } from "./types.ts";
 
@@ -13,7 +14,10 @@ const OPTIONS: ParserOptions = {
 };
 
 /** The program node of `code`, or a `SYNTAX_ERROR` with a 1-based position. */
-export function parseBody(code: string): { program: Node } | { error: AnalysisError } {
+export async function parseBody(
+  code: string,
+): Promise<{ program: Node } | { error: AnalysisError }> {
+  const { parse } = await babelParser();
   let program: Node;
   try {
     program = parse(code, OPTIONS).program as unknown as Node;

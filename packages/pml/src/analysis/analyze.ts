@@ -18,7 +18,7 @@ const byId = (a: string, b: string) => Number(a.slice(1)) - Number(b.slice(1));
  *
  * @example
  * ```ts
- * const a = analyzeCode(
+ * const a = await analyzeCode(
  *   `const text = await mcp.filesystem.read_file({ path: "a.json" });
  *    return await mcp.json.parse({ text });`,
  *   { routeOf: (id) => (id.startsWith("filesystem:") ? "client" : "server") },
@@ -30,14 +30,17 @@ const byId = (a: string, b: string) => Number(a.slice(1)) - Number(b.slice(1));
  * }
  * ```
  */
-export function analyzeCode(code: string, opts: AnalyzeOptions): AnalysisResult {
+export async function analyzeCode(
+  code: string,
+  opts: AnalyzeOptions,
+): Promise<AnalysisResult> {
   if (code.trim() === "") {
     return {
       ok: false,
       error: { code: "EMPTY_CODE", message: "Cannot analyse code: it is empty" },
     };
   }
-  const parsed = parseBody(code);
+  const parsed = await parseBody(code);
   if ("error" in parsed) return { ok: false, error: parsed.error };
 
   const st = newState();

@@ -3,8 +3,8 @@ import { deepStrictEqual, equal } from "node:assert/strict";
 import { analyzeCode, toExecuteLocallyDag } from "./mod.ts";
 import { analyze, routeOf } from "./testdata/helpers.ts";
 
-Deno.test("server-only tools route to the server", () => {
-  const a = analyze(`
+Deno.test("server-only tools route to the server", async () => {
+  const a = await analyze(`
     const data = await mcp.json.parse({ text: '{"q":"deno"}' });
     return await mcp.tavily.search({ query: data.q });`);
   equal(a.routing, "server");
@@ -13,15 +13,17 @@ Deno.test("server-only tools route to the server", () => {
   deepStrictEqual(a.clientTools, []);
 });
 
-Deno.test("client-only tools route to the client", () => {
-  const a = analyze(`return await mcp.filesystem.read_file({ path: "/home/user/file.txt" });`);
+Deno.test("client-only tools route to the client", async () => {
+  const a = await analyze(
+    `return await mcp.filesystem.read_file({ path: "/home/user/file.txt" });`,
+  );
   equal(a.routing, "client");
   deepStrictEqual(a.clientTools, ["filesystem:read_file"]);
   deepStrictEqual(a.serverTools, []);
 });
 
-Deno.test("mixed tools route to the client and split the tool lists", () => {
-  const a = analyze(`
+Deno.test("mixed tools route to the client and split the tool lists", async () => {
+  const a = await analyze(`
     const text = await mcp.filesystem.read_file({ path: "data.json" });
     const parsed = await mcp.json.parse({ text });
     await mcp.shell.exec({ cmd: "echo done" });
@@ -32,21 +34,21 @@ Deno.test("mixed tools route to the client and split the tool lists", () => {
   deepStrictEqual(a.serverTools, ["json:parse"]);
 });
 
-Deno.test("unknown tools follow routeOf (client by default)", () => {
-  equal(analyze(`await mcp.my_private.tool({});`).routing, "client");
+Deno.test("unknown tools follow routeOf (client by default)", async () => {
+  equal((await analyze(`await mcp.my_private.tool({});`)).routing, "client");
 });
 
-Deno.test("code without tools routes to the server", () => {
+Deno.test("code without tools routes to the server", async () => {
   for (const code of [`return 1 + 1;`, `// nothing to do`, `;`]) {
-    const a = analyze(code);
+    const a = await analyze(code);
     equal(a.routing, "server", code);
     deepStrictEqual([a.tasks, a.toolsUsed, a.dynamic], [[], [], []], code);
   }
 });
 
-Deno.test("toolsUsed is unique, in order of first appearance; routeOf asked once per tool", () => {
+Deno.test("toolsUsed is unique, in order of first appearance; routeOf asked once per tool", async () => {
   const asked: string[] = [];
-  const a = analyzeCode(
+  const a = await analyzeCode(
     `await mcp.b.x({}); await mcp.a.y({}); await mcp.b.x({}); await mcp.a.y({}); await mcp.c.z({});`,
     { routeOf: (id) => (asked.push(id), routeOf(id)) },
   );
@@ -57,17 +59,17 @@ Deno.test("toolsUsed is unique, in order of first appearance; routeOf asked once
   deepStrictEqual(asked, ["b:x", "a:y", "c:z"]);
 });
 
-Deno.test("empty or whitespace code is EMPTY_CODE", () => {
+Deno.test("empty or whitespace code is EMPTY_CODE", async () => {
   for (const code of ["", "   \n\t  "]) {
-    deepStrictEqual(analyzeCode(code, { routeOf }), {
+    deepStrictEqual(await analyzeCode(code, { routeOf }), {
       ok: false,
       error: { code: "EMPTY_CODE", message: "Cannot analyse code: it is empty" },
     });
   }
 });
 
-Deno.test("a syntax error is SYNTAX_ERROR with the parser's message and a 1-based position", () => {
-  const a = analyzeCode(`const a = 1;\nconst b = ;\nreturn b;`, { routeOf });
+Deno.test("a syntax error is SYNTAX_ERROR with the parser's message and a 1-based position", async () => {
+  const a = await analyzeCode(`const a = 1;\nconst b = ;\nreturn b;`, { routeOf });
   deepStrictEqual(a, {
     ok: false,
     error: {
@@ -79,17 +81,17 @@ Deno.test("a syntax error is SYNTAX_ERROR with the parser's message and a 1-base
   });
 });
 
-Deno.test("import and export declarations are syntax errors in a function body", () => {
-  const a = analyzeCode(`const x = 1;\n  import fs from "node:fs";`, { routeOf });
+Deno.test("import and export declarations are syntax errors in a function body", async () => {
+  const a = await analyzeCode(`const x = 1;\n  import fs from "node:fs";`, { routeOf });
   equal(a.ok, false);
   if (a.ok) return;
   deepStrictEqual([a.error.code, a.error.line, a.error.column], ["SYNTAX_ERROR", 2, 3]);
-  const b = analyzeCode(`export const x = 1;`, { routeOf });
+  const b = await analyzeCode(`export const x = 1;`, { routeOf });
   equal(!b.ok && b.error.code, "SYNTAX_ERROR");
 });
 
-Deno.test("toExecuteLocallyDag gives the DESIGN §9 wire shape", () => {
-  const a = analyze(`
+Deno.test("toExecuteLocallyDag gives the DESIGN §9 wire shape", async () => {
+  const a = await analyze(`
     const [x, y] = await Promise.all([mcp.filesystem.read_file({}), mcp.json.parse({})]);
     return await mcp.shell.exec({ cmd: x + y });`);
   const dag = toExecuteLocallyDag(a);

@@ -2,10 +2,10 @@
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { analyze } from "./testdata/helpers.ts";
 
-const toolsOf = (code: string) => analyze(code).tasks.map((t) => t.tool);
+const toolsOf = async (code: string) => (await analyze(code)).tasks.map((t) => t.tool);
 
-Deno.test("direct call: tool id, 1-based position, not in a loop", () => {
-  const a = analyze(`const x = 1;\n  return await mcp.filesystem.read_file({ path: "a" });`);
+Deno.test("direct call: tool id, 1-based position, not in a loop", async () => {
+  const a = await analyze(`const x = 1;\n  return await mcp.filesystem.read_file({ path: "a" });`);
   deepStrictEqual(a.tasks, [{
     id: "t1",
     tool: "filesystem:read_file",
@@ -19,23 +19,23 @@ Deno.test("direct call: tool id, 1-based position, not in a loop", () => {
   deepStrictEqual(a.dynamic, []);
 });
 
-Deno.test("literal arguments are known before the code runs; anything computed is not", () => {
-  const argsOf = (call: string, before = "") =>
-    analyze(`let v = 1; ${before}\nawait ${call};`).tasks[0].args;
+Deno.test("literal arguments are known before the code runs; anything computed is not", async () => {
+  const argsOf = async (call: string, before = "") =>
+    (await analyze(`let v = 1; ${before}\nawait ${call};`)).tasks[0].args;
   deepStrictEqual(
-    argsOf(
+    await argsOf(
       `mcp.a.b({ s: "x", t: \`y\`, n: -2.5, ok: true, none: null, list: [1, "z", { "k-1": 0 }] } as const)`,
     ),
     [{ s: "x", t: "y", n: -2.5, ok: true, none: null, list: [1, "z", { "k-1": 0 }] }],
   );
-  deepStrictEqual(argsOf(`mcp.a.b({})`), [{}]);
+  deepStrictEqual(await argsOf(`mcp.a.b({})`), [{}]);
   // const names bound to what is known, and the elements of a literal array looped over.
-  deepStrictEqual(argsOf(`mcp.a.b({ path, n })`, `const path = "a.txt"; const n = 2;`), [
+  deepStrictEqual(await argsOf(`mcp.a.b({ path, n })`, `const path = "a.txt"; const n = 2;`), [
     { path: "a.txt", n: 2 },
   ]);
   deepStrictEqual(
-    analyze(`const dir = "src"; const files = ["a", "b"];
-      for (const f of files) await mcp.fs.read({ path: \`\${dir}/\${f}.ts\` });`).tasks[0].args,
+    (await analyze(`const dir = "src"; const files = ["a", "b"];
+      for (const f of files) await mcp.fs.read({ path: \`\${dir}/\${f}.ts\` });`)).tasks[0].args,
     [{ path: "src/a.ts" }, { path: "src/b.ts" }],
   );
   for (
@@ -60,28 +60,31 @@ Deno.test("literal arguments are known before the code runs; anything computed i
       ["mcp.a.b({ n: 1 }, 2)", ""], // more than the one argument the call sends
       ["mcp.a.b()", ""],
     ]
-  ) equal(argsOf(call, before), undefined, `${before} ${call}`);
+  ) equal(await argsOf(call, before), undefined, `${before} ${call}`);
   // More than 16 combinations: none is known.
   const many = JSON.stringify(Array.from({ length: 17 }, (_, i) => `f${i}`));
   equal(
-    analyze(`for (const f of ${many}) await mcp.fs.read({ path: f });`).tasks[0].args,
+    (await analyze(`for (const f of ${many}) await mcp.fs.read({ path: f });`)).tasks[0].args,
     undefined,
   );
   // A `let` loop variable may be reassigned in the body.
-  equal(analyze(`for (let f of ["a"]) await mcp.fs.read({ path: f });`).tasks[0].args, undefined);
+  equal(
+    (await analyze(`for (let f of ["a"]) await mcp.fs.read({ path: f });`)).tasks[0].args,
+    undefined,
+  );
 });
 
-Deno.test("aliases of mcp and of a namespace", () => {
-  deepStrictEqual(toolsOf(`const m = mcp; await m.fs.read_file({});`), ["fs:read_file"]);
+Deno.test("aliases of mcp and of a namespace", async () => {
+  deepStrictEqual(await toolsOf(`const m = mcp; await m.fs.read_file({});`), ["fs:read_file"]);
   deepStrictEqual(
-    toolsOf(`const fs = mcp.filesystem; const m = mcp; const g = m.git;
+    await toolsOf(`const fs = mcp.filesystem; const m = mcp; const g = m.git;
       await fs.read_file({}); await g.status({});`),
     ["filesystem:read_file", "git:status"],
   );
-  deepStrictEqual(toolsOf(`const alias = mcp; const again = alias; again.a.b();`), ["a:b"]);
+  deepStrictEqual(await toolsOf(`const alias = mcp; const again = alias; again.a.b();`), ["a:b"]);
 });
 
-Deno.test("destructuring: plain, renamed, nested, with defaults", () => {
+Deno.test("destructuring: plain, renamed, nested, with defaults", async () => {
   const code = `
     const { read_file, write_file: wf = null } = mcp.filesystem;
     const { git: { commit }, json } = mcp;
@@ -89,7 +92,7 @@ Deno.test("destructuring: plain, renamed, nested, with defaults", () => {
     await wf({ path: "b" });
     await commit({});
     await json.parse({ text: "{}" });`;
-  deepStrictEqual(toolsOf(code), [
+  deepStrictEqual(await toolsOf(code), [
     "filesystem:read_file",
     "filesystem:write_file",
     "git:commit",
@@ -97,8 +100,8 @@ Deno.test("destructuring: plain, renamed, nested, with defaults", () => {
   ]);
 });
 
-Deno.test("calls in loops are one task per call site, flagged inLoop", () => {
-  const a = analyze(`
+Deno.test("calls in loops are one task per call site, flagged inLoop", async () => {
+  const a = await analyze(`
     for (const p of ["a", "b"]) await mcp.fs.read_file({ path: p });
     for (let i = 0; i < 3; i++) await mcp.fs.stat({ i });
     while (await mcp.queue.pending({})) await mcp.queue.pop({});
@@ -116,8 +119,8 @@ Deno.test("calls in loops are one task per call site, flagged inLoop", () => {
   ]);
 });
 
-Deno.test("calls in conditionals, callbacks and nested functions", () => {
-  const a = analyze(`
+Deno.test("calls in conditionals, callbacks and nested functions", async () => {
+  const a = await analyze(`
     if (Math.random() > 0.5) { await mcp.a.one({}); } else { await mcp.a.two({}); }
     const v = cond ? await mcp.b.three({}) : ok && await mcp.b.four({});
     const all = await Promise.all(files.map(async (f) => await mcp.c.five({ f })));
@@ -138,9 +141,9 @@ Deno.test("calls in conditionals, callbacks and nested functions", () => {
   ]);
 });
 
-Deno.test("optional chaining, string and template keys, TypeScript wrappers", () => {
+Deno.test("optional chaining, string and template keys, TypeScript wrappers", async () => {
   deepStrictEqual(
-    toolsOf(`
+    await toolsOf(`
       await mcp.fs?.read_file?.({});
       await mcp?.git.status();
       await mcp["json"]["parse"]({ text: "1" });
@@ -164,8 +167,8 @@ Deno.test("optional chaining, string and template keys, TypeScript wrappers", ()
   );
 });
 
-Deno.test("type-only code and shadowing are not calls", () => {
-  const a = analyze(`
+Deno.test("type-only code and shadowing are not calls", async () => {
+  const a = await analyze(`
     type Fs = typeof mcp.filesystem;
     interface I { run(): ReturnType<typeof mcp.git.status> }
     const fs = mcp.filesystem;
@@ -177,7 +180,7 @@ Deno.test("type-only code and shadowing are not calls", () => {
   deepStrictEqual(a.dynamic, []);
 });
 
-Deno.test("dynamic forms are reported with position and reason, and route to client", () => {
+Deno.test("dynamic forms are reported with position and reason, and route to client", async () => {
   const cases: [string, RegExp][] = [
     [`const ns = "json"; await mcp[ns].parse({});`, /computed namespace name on "mcp"/],
     [`const x = "parse"; await mcp.json[x]({});`, /computed action name on "mcp.json"/],
@@ -201,7 +204,7 @@ Deno.test("dynamic forms are reported with position and reason, and route to cli
     [`await this[k].json.parse({});`, /computed property of "this"/],
   ];
   for (const [code, reason] of cases) {
-    const a = analyze(code);
+    const a = await analyze(code);
     equal(a.dynamic.length, 1, `one dynamic entry for ${code}: ${JSON.stringify(a.dynamic)}`);
     match(a.dynamic[0].reason, reason, code);
     ok(a.dynamic[0].line === 1 && a.dynamic[0].column >= 1, code);
@@ -209,8 +212,8 @@ Deno.test("dynamic forms are reported with position and reason, and route to cli
   }
 });
 
-Deno.test("a dynamic form next to resolvable calls keeps the calls and reports the rest", () => {
-  const a = analyze(`
+Deno.test("a dynamic form next to resolvable calls keeps the calls and reports the rest", async () => {
+  const a = await analyze(`
     const r = await mcp.json.parse({ text: "{}" });
     const out = await mcp[r.ns][r.action]({});
     return await mcp.math.add({ a: out });`);

@@ -10,7 +10,7 @@ export interface ExecuteLocallyDag {
  *
  * @example
  * ```ts
- * const a = analyzeCode(code, { routeOf });
+ * const a = await analyzeCode(code, { routeOf });
  * if (a.ok) JSON.stringify({ status: "execute_locally", code, dag: toExecuteLocallyDag(a) });
  * ```
  */

@@ -3,16 +3,16 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { analyze, depsByTool } from "./testdata/helpers.ts";
 import { SNIPPET_50 } from "./testdata/snippets.ts";
 
-Deno.test("independent calls do not depend on each other", () => {
-  const a = analyze(`
+Deno.test("independent calls do not depend on each other", async () => {
+  const a = await analyze(`
     const a = await mcp.fs.read_file({ path: "a" });
     const b = await mcp.fs.read_file({ path: "b" });
     return [a, b];`);
   deepStrictEqual(a.tasks.map((t) => t.dependsOn), [[], []]);
 });
 
-Deno.test("dependency through a chain of variables, members, destructuring and literals", () => {
-  const a = analyze(`
+Deno.test("dependency through a chain of variables, members, destructuring and literals", async () => {
+  const a = await analyze(`
     const raw = await mcp.fs.read_file({ path: "cfg.json" });
     const text = raw.content;
     let trimmed: string;
@@ -30,16 +30,16 @@ Deno.test("dependency through a chain of variables, members, destructuring and l
   });
 });
 
-Deno.test("a call nested in another call's arguments comes first and is a dependency", () => {
-  const a = analyze(`return await mcp.json.parse({ text: await mcp.fs.read_file({}) });`);
+Deno.test("a call nested in another call's arguments comes first and is a dependency", async () => {
+  const a = await analyze(`return await mcp.json.parse({ text: await mcp.fs.read_file({}) });`);
   deepStrictEqual(a.tasks.map((t) => [t.id, t.tool, t.dependsOn]), [
     ["t1", "fs:read_file", []],
     ["t2", "json:parse", ["t1"]],
   ]);
 });
 
-Deno.test("Promise.all: calls in the same array are independent; results flow per element", () => {
-  const a = analyze(`
+Deno.test("Promise.all: calls in the same array are independent; results flow per element", async () => {
+  const a = await analyze(`
     const [a, b] = await Promise.all([
       mcp.fs.read_file({ path: "a" }),
       mcp.tavily.search({ query: "b" }),
@@ -56,8 +56,8 @@ Deno.test("Promise.all: calls in the same array are independent; results flow pe
   });
 });
 
-Deno.test("conditional dependence: if/else, ternary, logical operators, switch", () => {
-  const a = analyze(`
+Deno.test("conditional dependence: if/else, ternary, logical operators, switch", async () => {
+  const a = await analyze(`
     const st = await mcp.git.status({});
     if (st.changed.length > 0) await mcp.git.commit({ message: "m" });
     else await mcp.slack.post_message({ text: "clean" });
@@ -80,8 +80,8 @@ Deno.test("conditional dependence: if/else, ternary, logical operators, switch",
   });
 });
 
-Deno.test("an early return makes the rest of the body depend on its condition", () => {
-  const a = analyze(`
+Deno.test("an early return makes the rest of the body depend on its condition", async () => {
+  const a = await analyze(`
     const probe = await mcp.fs.exists({ path: "x" });
     const skip = !probe.exists;
     if (skip) return null;
@@ -89,8 +89,8 @@ Deno.test("an early return makes the rest of the body depend on its condition", 
   deepStrictEqual(depsByTool(a), { "fs:exists": [], "fs:read_file": ["fs:exists"] });
 });
 
-Deno.test("a value assigned under a condition carries the condition", () => {
-  const a = analyze(`
+Deno.test("a value assigned under a condition carries the condition", async () => {
+  const a = await analyze(`
     const st = await mcp.git.status({});
     let committed = false;
     if (st.dirty) committed = true;
@@ -98,8 +98,8 @@ Deno.test("a value assigned under a condition carries the condition", () => {
   deepStrictEqual(depsByTool(a)["slack:post_message"], ["git:status"]);
 });
 
-Deno.test("loops: the iterable guards the body and taints the loop variable", () => {
-  const a = analyze(`
+Deno.test("loops: the iterable guards the body and taints the loop variable", async () => {
+  const a = await analyze(`
     const dir = await mcp.fs.list_directory({ path: "." });
     const names = [];
     for (const e of dir.entries) names.push(e.name);
@@ -114,8 +114,8 @@ Deno.test("loops: the iterable guards the body and taints the loop variable", ()
   });
 });
 
-Deno.test("callbacks receive the receiver's taint; their results flow out", () => {
-  const a = analyze(`
+Deno.test("callbacks receive the receiver's taint; their results flow out", async () => {
+  const a = await analyze(`
     const listing = await mcp.fs.list_directory({});
     const contents = await Promise.all(
       listing.files.map((f) => mcp.fs.read_file({ path: f })),
@@ -129,8 +129,8 @@ Deno.test("callbacks receive the receiver's taint; their results flow out", () =
   ok(a.tasks[1].inLoop);
 });
 
-Deno.test("helper functions: call-site arguments flow into their tasks, results flow out", () => {
-  const a = analyze(`
+Deno.test("helper functions: call-site arguments flow into their tasks, results flow out", async () => {
+  const a = await analyze(`
     const cfg = await mcp.json.parse({ text: "{}" });
     const text = await load(cfg.path);
     await mcp.text.upper({ text });
@@ -149,15 +149,15 @@ Deno.test("helper functions: call-site arguments flow into their tasks, results 
   ok(!read.dependsOn.includes(read.id));
 });
 
-Deno.test("a helper called in a loop marks its tasks inLoop", () => {
-  const a = analyze(`
+Deno.test("a helper called in a loop marks its tasks inLoop", async () => {
+  const a = await analyze(`
     const get = (p: string) => mcp.fs.read_file({ path: p });
     for (const p of ["a", "b"]) await get(p);`);
   deepStrictEqual(a.tasks.map((t) => [t.tool, t.inLoop]), [["fs:read_file", true]]);
 });
 
-Deno.test("catch blocks depend on the calls of their try block", () => {
-  const a = analyze(`
+Deno.test("catch blocks depend on the calls of their try block", async () => {
+  const a = await analyze(`
     let text;
     try { text = await mcp.fs.read_file({ path: "a" }); }
     catch { await mcp.slack.post_message({ text: "missing" }); }
@@ -169,9 +169,9 @@ Deno.test("catch blocks depend on the calls of their try block", () => {
   });
 });
 
-Deno.test("realistic 50-line snippet: tasks, loops and dependencies", () => {
+Deno.test("realistic 50-line snippet: tasks, loops and dependencies", async () => {
   equal(SNIPPET_50.split("\n").length, 50);
-  const a = analyze(SNIPPET_50);
+  const a = await analyze(SNIPPET_50);
   deepStrictEqual(a.tasks.map((t) => [t.id, t.tool, t.line, t.inLoop, t.dependsOn]), [
     ["t1", "filesystem:list_directory", 8, false, []],
     ["t2", "filesystem:read_file", 13, true, ["t1"]],

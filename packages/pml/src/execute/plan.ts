@@ -75,7 +75,7 @@ export async function planExecution(
   deps: PlanDeps,
   channel: { signal?: AbortSignal } = {},
 ): Promise<ExecutionPlan> {
-  const analysis = analyzeCode(args.code, { routeOf: deps.routeOf });
+  const analysis = await analyzeCode(args.code, { routeOf: deps.routeOf });
   if (!analysis.ok) return { mode: "error", error: analysis.error };
   const local = (reason: LocalReason): ExecutionPlan => ({ mode: "local", analysis, reason });
   if (!deps.cloud) return local("no_cloud");

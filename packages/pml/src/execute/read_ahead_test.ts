@@ -81,20 +81,20 @@ Deno.test("read-ahead protocol: a listed call takes its outcome once, without an
   }
 });
 
-Deno.test("read-ahead plan: only code that reads with tools the user allows, literal arguments only", () => {
+Deno.test("read-ahead plan: only code that reads with tools the user allows, literal arguments only", async () => {
   const deps = {
     readsOnly: (id: string) => id === "filesystem:read_file",
     permissionOf: (
       id: string,
     ) => (id === "filesystem:read_file" ? "allow" as const : "ask" as const),
   };
-  const plan = (code: string) => {
-    const a = analyzeCode(code, { routeOf: () => "client" });
+  const plan = async (code: string) => {
+    const a = await analyzeCode(code, { routeOf: () => "client" });
     if (!a.ok) throw new Error(a.error.message);
     return readsAhead(a, deps);
   };
   assertEquals(
-    plan(`const p = "b.txt";
+    await plan(`const p = "b.txt";
       if (Math.random() > 2) await mcp.filesystem.read_file({ path: "a.txt", head: 2 });
       await mcp.filesystem.read_file({ path: p });
       for (const f of ["c", "d"]) await mcp.filesystem.read_file({ path: f + ".txt" });
@@ -106,13 +106,13 @@ Deno.test("read-ahead plan: only code that reads with tools the user allows, lit
   );
   // A tool that writes, or one the user is asked about, anywhere in the code: nothing ahead.
   assertEquals(
-    plan(`await mcp.filesystem.read_file({ path: "a.txt" });
+    await plan(`await mcp.filesystem.read_file({ path: "a.txt" });
       await mcp.filesystem.write_file({ path: "a.txt", content: "x" });`),
     [],
   );
   // A dynamic use of mcp could be any tool.
   assertEquals(
-    plan(
+    await plan(
       `await mcp.filesystem.read_file({ path: "a.txt" }); const t = "x"; await mcp.filesystem[t]({});`,
     ),
     [],

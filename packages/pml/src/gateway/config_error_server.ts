@@ -1,4 +1,5 @@
 import { Server } from "../sdk/server.ts";
+import { lazySchemaValidator } from "../sdk/validation.ts";
 import {
   CallToolRequestSchema,
   type CallToolResult,
@@ -20,7 +21,7 @@ export function createConfigErrorServer(message: string): Server {
     `PML is not running: ${message}. Fix the file (or run \`pml init\`) and restart the MCP server.`;
   const server = new Server(
     { name: "pml", version: PML_VERSION },
-    { capabilities: { tools: {} }, instructions: text },
+    { capabilities: { tools: {} }, instructions: text, jsonSchemaValidator: lazySchemaValidator() },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: [{

@@ -1,4 +1,5 @@
 import { Server } from "../sdk/server.ts";
+import { lazySchemaValidator } from "../sdk/validation.ts";
 import {
   CallToolRequestSchema,
   type CallToolResult,
@@ -96,7 +97,11 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
   const elicitationTimeoutMs = opts.elicitationTimeoutMs ?? ELICITATION_TIMEOUT_MS;
   const server = new Server(
     { name: "pml", version: PML_VERSION },
-    { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
+    {
+      capabilities: { tools: { listChanged: true } },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: lazySchemaValidator(),
+    },
   );
 
   server.setRequestHandler(

@@ -1,16 +1,16 @@
-import { assertEquals, assertThrows } from "../testing/assert.ts";
+import { assertEquals, assertRejects } from "../testing/assert.ts";
 import { checkImports, isPinnedNpm, registryImport } from "./import_policy.ts";
 import { scanModule } from "./module_scan.ts";
 
 const REG = ["https://reg.example", "http://127.0.0.1:8080/base"];
 
-function refused(code: string): string[] {
-  return checkImports(scanModule(code).imports, REG).map((v) => v.specifier);
+async function refused(code: string): Promise<string[]> {
+  return checkImports((await scanModule(code)).imports, REG).map((v) => v.specifier);
 }
 
-Deno.test("import policy: pinned npm and the registry pass", () => {
+Deno.test("import policy: pinned npm and the registry pass", async () => {
   assertEquals(
-    refused(`
+    await refused(`
       import { z } from "npm:zod@4.6.7";
       import x from "npm:@scope/pkg@1.2.3/sub/path";
       import y from "https://reg.example/mcp/acme.tools.greet.hello.ab12";
@@ -23,9 +23,9 @@ Deno.test("import policy: pinned npm and the registry pass", () => {
   );
 });
 
-Deno.test("import policy: everything else is refused", () => {
+Deno.test("import policy: everything else is refused", async () => {
   assertEquals(
-    refused(`
+    await refused(`
       import a from "file:///etc/passwd";
       import b from "/home/u/secret.json" with { type: "json" };
       import c from "./local.ts";
@@ -72,8 +72,8 @@ Deno.test("import policy: helpers", () => {
   assertEquals(registryImport("https://reg.example/mcp/a.b.c.d.0f0f/../x", REG), undefined);
 });
 
-Deno.test("module scan: tools used, exports, literal __meta__, syntax errors", () => {
-  const s = scanModule(`
+Deno.test("module scan: tools used, exports, literal __meta__, syntax errors", async () => {
+  const s = await scanModule(`
     export const __meta__ = { description: "d", inputSchema: { type: "object" } } as const;
     export async function run(_a: unknown, { mcp }: any) {
       await mcp.filesystem.read_file({});
@@ -87,5 +87,5 @@ Deno.test("module scan: tools used, exports, literal __meta__, syntax errors", (
   assertEquals(s.dynamicMcp, true);
   assertEquals(s.exports, ["__meta__", "run", "renamed"]);
   assertEquals(s.meta, { description: "d", inputSchema: { type: "object" } });
-  assertThrows(() => scanModule("export async function ("), SyntaxError, "Cannot parse");
+  await assertRejects(() => scanModule("export async function ("), SyntaxError, "Cannot parse");
 });

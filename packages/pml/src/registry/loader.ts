@@ -306,7 +306,7 @@ export class RegistryLoader {
       );
     }
     const code = new TextDecoder("utf-8", { fatal: true }).decode(f.bytes);
-    const scan = this.#scan(code, f.fqdn);
+    const scan = await this.#scan(code, f.fqdn);
     await this.#policy(toolId, f.fqdn, scan);
     const d = await digest(f.bytes);
     const locked = lock.get(f.name);
@@ -373,14 +373,14 @@ export class RegistryLoader {
     const bytes = hex ? (await this.#cachedOrTampered(hex)).bytes : undefined;
     if (!bytes) return undefined;
     try {
-      return moduleToolDefinitions(scanModule(new TextDecoder().decode(bytes)));
+      return moduleToolDefinitions(await scanModule(new TextDecoder().decode(bytes)));
     } catch {
       return undefined;
     }
   }
 
   async #private(ns: string, code: string, origin: string): Promise<LoadedModule> {
-    const scan = this.#scan(code, origin);
+    const scan = await this.#scan(code, origin);
     await this.#policy(`${ns}:*`, origin, scan);
     const d = await digest(new TextEncoder().encode(code));
     const name = `private.local.${ns}.module`;
@@ -396,9 +396,9 @@ export class RegistryLoader {
     };
   }
 
-  #scan(code: string, where: string): ModuleScan {
+  async #scan(code: string, where: string): Promise<ModuleScan> {
     try {
-      return scanModule(code);
+      return await scanModule(code);
     } catch (err) {
       throw new PmlError("MODULE_INVALID", `Cannot load "${where}": ${(err as Error).message}`, {
         cause: err,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parse } from "@babel/parser";
+import { babelParser } from "../babel.ts";
 
 /** One place where the module names another module. */
 export interface ImportRef {
@@ -51,9 +51,10 @@ const SKIP = new Set([
 /**
  * Parses `code` as a TypeScript module.
  *
- * @throws {SyntaxError} when it does not parse.
+ * Rejects with a {@link SyntaxError} when it does not parse.
  */
-export function scanModule(code: string): ModuleScan {
+export async function scanModule(code: string): Promise<ModuleScan> {
+  const { parse } = await babelParser();
   let program: N;
   try {
     program = parse(code, { sourceType: "module", plugins: ["typescript"], errorRecovery: false })

@@ -112,13 +112,50 @@ const detected = new Map<string, OsSandboxStatus>();
  * Finds `bwrap` on `PATH` and checks that it can create the namespaces (a container may refuse
  * user namespaces). Cached for the process, per `PATH`.
  */
-export function detectOsSandbox(path = Deno.env.get("PATH") ?? "/usr/bin:/bin"): OsSandboxStatus {
+export function detectOsSandbox(path = defaultPath()): OsSandboxStatus {
   let status = detected.get(path);
-  if (!status) detected.set(path, status = detect(path));
+  if (!status) {
+    const found = findBwrap(path);
+    status = typeof found === "string"
+      ? probed(found, outcome(() => new Deno.Command(found, PROBE).outputSync()))
+      : found;
+    detected.set(path, status);
+  }
   return status;
 }
 
-function detect(path: string): OsSandboxStatus {
+/**
+ * {@link detectOsSandbox} without blocking: the probe (a process start, ~15 ms) runs while the
+ * caller goes on. Fills the same cache; gateways call it at start, before the first sandbox.
+ */
+export async function detectOsSandboxSoon(path = defaultPath()): Promise<OsSandboxStatus> {
+  const cached = detected.get(path);
+  if (cached) return cached;
+  const found = findBwrap(path);
+  // `output()` throws a failed start synchronously: `then` turns it into a rejection.
+  const probe = (bwrap: string) =>
+    Promise.resolve().then(() => new Deno.Command(bwrap, PROBE).output()).catch((err: Error) =>
+      err
+    );
+  const status = typeof found === "string" ? probed(found, await probe(found)) : found;
+  // A synchronous detection may have finished meanwhile: the first answer stays.
+  if (!detected.has(path)) detected.set(path, status);
+  return detected.get(path)!;
+}
+
+function defaultPath(): string {
+  return Deno.env.get("PATH") ?? "/usr/bin:/bin";
+}
+
+/** The probe: can bwrap create every namespace a sandbox gets, and run a program in them? */
+const PROBE: Deno.CommandOptions = {
+  args: ["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", "true"],
+  stdout: "null",
+  stderr: "piped",
+};
+
+/** The `bwrap` on `path`, or why there is none to use. */
+function findBwrap(path: string): string | OsSandboxStatus {
   if (Deno.build.os !== "linux") {
     return {
       available: false,
@@ -132,21 +169,28 @@ function detect(path: string): OsSandboxStatus {
       reason: "bubblewrap is not installed (Debian/Ubuntu: `sudo apt-get install bubblewrap`)",
     };
   }
+  return bwrap;
+}
+
+function outcome<T>(run: () => T): T | Error {
   try {
-    const out = new Deno.Command(bwrap, {
-      args: ["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", "true"],
-      stdout: "null",
-      stderr: "piped",
-    }).outputSync();
-    if (!out.success) {
-      const why = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
-      return {
-        available: false,
-        reason: `bubblewrap cannot create namespaces here (${why || `exit ${out.code}`})`,
-      };
-    }
+    return run();
   } catch (err) {
-    return { available: false, reason: `bubblewrap failed: ${(err as Error).message}` };
+    return err as Error;
+  }
+}
+
+/** The status `bwrap` earns by how its probe went. */
+function probed(bwrap: string, out: Deno.CommandOutput | Error): OsSandboxStatus {
+  if (out instanceof Error) {
+    return { available: false, reason: `bubblewrap failed: ${out.message}` };
+  }
+  if (!out.success) {
+    const why = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
+    return {
+      available: false,
+      reason: `bubblewrap cannot create namespaces here (${why || `exit ${out.code}`})`,
+    };
   }
   return { available: true, bwrap };
 }

@@ -4,7 +4,7 @@ import { NpmInstaller } from "../deps/installer.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
 import { StdTarget } from "../targets/std/std_target.ts";
 import { gatewayFor, tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
-import { bwrapArgs, detectOsSandbox } from "./os_sandbox.ts";
+import { bwrapArgs, detectOsSandbox, detectOsSandboxSoon } from "./os_sandbox.ts";
 import { SandboxPool } from "./pool.ts";
 
 Deno.test("bwrapArgs: namespaces, read-only system, grants as given, control files over them", async () => {
@@ -68,6 +68,32 @@ Deno.test("detectOsSandbox: a bwrap that cannot create namespaces is reported wi
   assert(!status.available);
   assertStringIncludes(status.reason, "cannot create namespaces");
   assertStringIncludes(status.reason, "uid map: Permission denied");
+});
+
+Deno.test("detectOsSandboxSoon: the same answers as detectOsSandbox, without blocking, from one cache", async () => {
+  await using ws = tempWorkspace();
+  ws.write(
+    "refused/bwrap",
+    "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n",
+  );
+  Deno.chmodSync(`${ws.dir}/refused/bwrap`, 0o755);
+  ws.write("broken/bwrap", "cannot be started: not executable");
+  Deno.chmodSync(`${ws.dir}/broken/bwrap`, 0o644);
+  const refused = await detectOsSandboxSoon(`${ws.dir}/refused`);
+  assert(!refused.available);
+  assertStringIncludes(refused.reason, "cannot create namespaces here (bwrap: No permissions");
+  const broken = await detectOsSandboxSoon(`${ws.dir}/broken`);
+  assert(!broken.available);
+  assertStringIncludes(broken.reason, "bubblewrap failed");
+  const missing = await detectOsSandboxSoon(`${ws.dir}/none`);
+  assert(!missing.available);
+  assertStringIncludes(missing.reason, "bubblewrap is not installed");
+  // Cached: the synchronous form answers the same for the same PATH without probing again.
+  Deno.removeSync(`${ws.dir}/refused/bwrap`);
+  assertEquals(detectOsSandbox(`${ws.dir}/refused`), refused);
+  const here = await detectOsSandboxSoon();
+  assert(here.available, here.available ? "" : here.reason);
+  assertEquals(detectOsSandbox(), here);
 });
 
 Deno.test("detectOsSandbox: this machine's bwrap works (the suite needs it: .ci/run installs it)", () => {

@@ -106,7 +106,7 @@ export class ServerExecutor {
     const parsed = parseExecuteArgs(args, this.#timeoutMs);
     if (!parsed.ok) return parsed.result;
     const { code, timeoutMs } = parsed.value;
-    const analysis = analyzeCode(code, { routeOf: (id) => this.routeOf(req.snapshot, id) });
+    const analysis = await analyzeCode(code, { routeOf: (id) => this.routeOf(req.snapshot, id) });
     if (!analysis.ok) {
       const { code: errCode, message, line, column } = analysis.error;
       return failureResult(errCode, message, line ? { line, column } : {});

@@ -10,8 +10,8 @@ export function routeOf(toolId: string): Routing {
 }
 
 /** Analyses `code` and asserts success. */
-export function analyze(code: string): Analysis {
-  const a = analyzeCode(code, { routeOf });
+export async function analyze(code: string): Promise<Analysis> {
+  const a = await analyzeCode(code, { routeOf });
   ok(a.ok, `expected the analysis to succeed, got ${JSON.stringify(a)}`);
   return a;
 }

@@ -1,4 +1,5 @@
 import { Client } from "../../sdk/client.ts";
+import { lazySchemaValidator } from "../../sdk/validation.ts";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "../../sdk/http_client.ts";
 import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
@@ -162,7 +163,10 @@ export class CloudClient {
         reconnectionDelayGrowFactor: 1,
       },
     });
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, {
+      capabilities: {},
+      jsonSchemaValidator: lazySchemaValidator(),
+    });
     client.onerror = () => {}; // failures surface on the request that hit them
     try {
       await client.connect(transport, { timeout: this.#timeoutMs });

@@ -44,7 +44,7 @@ export async function listRegistryTools(
     if (!wanted(ns)) continue;
     try {
       const src = await stack.privateMcps.denoSource(ns);
-      const scan = scanModule(src!.code);
+      const scan = await scanModule(src!.code);
       for (const action of scan.exports) {
         if (action.startsWith("_")) continue;
         add(out, `${ns}:${action}`, scan, `Private MCP ${ns}:${action}`, deps.routing);
@@ -137,7 +137,7 @@ async function cachedScan(
   if (!hex) return undefined;
   try {
     const bytes = await stack.cache.get(hex);
-    return bytes ? scanModule(new TextDecoder().decode(bytes)) : undefined;
+    return bytes ? await scanModule(new TextDecoder().decode(bytes)) : undefined;
   } catch {
     return undefined;
   }

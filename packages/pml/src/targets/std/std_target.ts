@@ -7,7 +7,11 @@ import type { AuditLog } from "../../audit/audit.ts";
 import type { Config } from "../../config/config.ts";
 import { isPmlError, PmlError } from "../../errors.ts";
 import type { SandboxPool } from "../../sandbox/pool.ts";
-import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
+import {
+  detectOsSandbox,
+  detectOsSandboxSoon,
+  type OsSandboxStatus,
+} from "../../sandbox/os_sandbox.ts";
 import { controlFilePaths } from "../../config/control_files.ts";
 import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
@@ -178,9 +182,14 @@ export class StdTarget implements Target {
     }
   }
 
-  /** Starts the sandbox of read-only tools ahead of the first call. */
+  /**
+   * Starts the sandbox of read-only tools ahead of the first call, once the OS sandbox has been
+   * probed: the probe starts a process, and runs while the gateway gets ready to answer.
+   */
   prewarm(): void {
-    this.#pool.get(this.specFor("read"));
+    detectOsSandboxSoon().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
+      // The gateway closed first, or the sandbox cannot start: the first call reports it.
+    });
   }
 
   async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {

@@ -1,4 +1,5 @@
 import { Client } from "../../sdk/client.ts";
+import { lazySchemaValidator } from "../../sdk/validation.ts";
 import {
   type CallToolResult,
   CancelledNotificationSchema,
@@ -103,7 +104,7 @@ export class ServerProcess {
     const transport = new ChildTransport(spec, { onStderr: opts.onStderr });
     const client = new Client(
       { name: "pml", version: "0.1.0" },
-      { capabilities: { sampling: { tools: {} } } },
+      { capabilities: { sampling: { tools: {} } }, jsonSchemaValidator: lazySchemaValidator() },
     );
     // Filled in once the process object exists (the handler needs its calls in flight).
     const started: { process?: ServerProcess } = {};
