@@ -5,6 +5,9 @@
  */
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "../../packages/pml/src/testing/assert.ts";
+import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { spawnServe } from "./_serve.ts";
+import { connectStdio } from "./_spawn.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..");
 
@@ -82,4 +85,23 @@ Deno.test("launcher: npm/pml without the Deno it depends on says so and exits 12
   } finally {
     Deno.removeSync(t.tmp, { recursive: true });
   }
+});
+
+/** The `--v8-flags=…` a running gateway was started with (the launcher `exec`s Deno: same pid). */
+function v8Flags(pid: number): string {
+  const args = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+  return args.find((a) => a.startsWith("--v8-flags="))?.slice("--v8-flags=".length) ?? "";
+}
+
+Deno.test("launcher: pml stdio runs V8 sized for one agent, pml serve V8's defaults for many sessions", async () => {
+  await using ws = tempWorkspace();
+  {
+    await using stdio = await connectStdio(ws);
+    assertEquals(
+      v8Flags(stdio.pid).split(",").sort(),
+      ["--expose-gc", "--max-semi-space-size=1", "--optimize-for-size"],
+    );
+  }
+  await using serve = await spawnServe(ws);
+  assertEquals(v8Flags(serve.child.pid), "--expose-gc");
 });

@@ -7,7 +7,7 @@ import { SyncedRouting } from "./routing_sync.ts";
 async function fakeCloud(table: unknown) {
   const store = new SqliteStore(":memory:");
   await store.migrate();
-  const routing = await parseRoutingTable(new TextEncoder().encode(JSON.stringify(table)));
+  const routing = parseRoutingTable(new TextEncoder().encode(JSON.stringify(table)));
   const app = createApp({ store, routing });
   const seen: Request[] = [];
   const fetchFn = ((input: string | URL | Request, init?: RequestInit) => {

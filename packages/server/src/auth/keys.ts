@@ -39,7 +39,7 @@ export async function createApiKey(
   const record: ApiKeyRecord = {
     id,
     prefix: key.slice(0, PREFIX_LENGTH),
-    keyHash: await sha256Hex(key),
+    keyHash: sha256Hex(key),
     label: options.label ?? null,
     createdAt: (options.now?.() ?? new Date()).toISOString(),
     revokedAt: null,
@@ -69,7 +69,7 @@ export async function authenticate(request: Request, store: Store): Promise<ApiK
   }
   const token = match[1];
   const record = KEY_FORMAT.test(token)
-    ? await store.findApiKeyByHash(await sha256Hex(token))
+    ? await store.findApiKeyByHash(sha256Hex(token))
     : undefined;
   if (!record) {
     throw new HttpError(

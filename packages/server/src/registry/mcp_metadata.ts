@@ -98,7 +98,7 @@ export async function mcpMetadataEntry(path: string, updatedAt: string): Promise
   const served = meta.type === "stdio" ? { ...head, ...rest } : {
     ...head,
     ...rest,
-    integrity: await sha256Integrity(
+    integrity: sha256Integrity(
       JSON.stringify({
         proxyTo: meta.proxyTo,
         envRequired: meta.envRequired,
@@ -110,7 +110,7 @@ export async function mcpMetadataEntry(path: string, updatedAt: string): Promise
   const body = new TextEncoder().encode(JSON.stringify(served, null, 2) + "\n");
   return {
     name,
-    hash: await sha256Hex(body),
+    hash: sha256Hex(body),
     type: meta.type,
     routing: meta.type === "stdio" ? "client" : "server",
     origin: "seed",

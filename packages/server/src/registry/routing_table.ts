@@ -32,10 +32,10 @@ export interface RoutingTable {
  *
  * @throws {TypeError} when the JSON does not have the `{version:1, client, server, default}` shape.
  */
-export async function parseRoutingTable(
+export function parseRoutingTable(
   bytes: Uint8Array,
   source = "routing table",
-): Promise<RoutingTable> {
+): RoutingTable {
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder().decode(bytes));
@@ -46,12 +46,12 @@ export async function parseRoutingTable(
   if (!parsed.success) {
     throw new TypeError(`Invalid ${source}: ${z.prettifyError(parsed.error)}`);
   }
-  return { ...parsed.data, bytes, sha256: await sha256Hex(bytes) };
+  return { ...parsed.data, bytes, sha256: sha256Hex(bytes) };
 }
 
 /** Reads and parses `registry/routing.json` (or another file). */
 export async function loadRoutingTable(path: string): Promise<RoutingTable> {
-  return await parseRoutingTable(await Deno.readFile(path), `"${path}"`);
+  return parseRoutingTable(await Deno.readFile(path), `"${path}"`);
 }
 
 /** Routing of one tool namespace; unknown namespaces get the table's default (`client`). */

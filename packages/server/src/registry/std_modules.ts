@@ -67,7 +67,7 @@ export async function stdModuleEntries(
       `Std module "${path}" declares namespace "${meta.namespace}" but its file is named "${stem}.ts"`,
     );
   }
-  const hash = await sha256Hex(body);
+  const hash = sha256Hex(body);
   return Object.entries(meta.tools).map(([action, tool]) => {
     if (typeof module[action] !== "function") {
       throw new TypeError(

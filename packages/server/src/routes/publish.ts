@@ -75,7 +75,7 @@ export async function publishCapability(
     throw new HttpError(400, "invalid_code", (error as Error).message);
   }
   const bytes = new TextEncoder().encode(input.code);
-  const hash = await sha256Hex(bytes);
+  const hash = sha256Hex(bytes);
   const entry: RegistryEntry = {
     name,
     hash,
