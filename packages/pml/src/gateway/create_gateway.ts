@@ -57,7 +57,7 @@ export interface GatewayOptions {
   readonly routingTable?: RoutingTable;
   readonly approvalTtlMs?: number;
   readonly now?: () => number;
-  /** Start the read-only sandbox right away (default true). */
+  /** Start the read-only sandbox once the first `tools/list` is answered (default true). */
   readonly prewarm?: boolean;
   /** Whether an OS sandbox is available (default: look for bubblewrap); injectable for tests. */
   readonly detectOs?: () => OsSandboxStatus;
@@ -120,7 +120,6 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
   );
   const routing = cloud.routing;
   const std = new StdTarget({ config, pool, audit, routing, detectOs: opts.detectOs });
-  if (opts.prewarm !== false) std.prewarm();
   const stdio = createStdioTarget(
     config,
     { audit, routing, exclude: Object.keys(STD_MODULES), registry: stack, pins },
@@ -183,6 +182,10 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
       byokEnv: samplingEnv(config),
       ...opts.sampling,
     }),
+    // The read sandbox, and the bubblewrap probe before it, start once the client has its tools,
+    // not while it waits for them: their process starts took ~4 ms of the gateway's thread in the
+    // handshake. A call that comes first starts its sandbox itself.
+    afterFirstList: opts.prewarm === false ? undefined : () => std.prewarm(),
   });
   return gateway;
 }

@@ -64,6 +64,8 @@ export interface GatewayDeps {
   readonly resources?: readonly { close(): Promise<void> }[];
   /** Answers sampling requests of local MCPs; without it they are refused. */
   readonly sampling?: Sampling;
+  /** Runs once, after the first `tools/list` has been answered (work kept out of the handshake). */
+  readonly afterFirstList?: () => void;
 }
 
 /** Tool call failed in a way the caller of a nested `mcp.*` call sees as an exception. */
@@ -78,6 +80,7 @@ export class Gateway {
   readonly #meta = new Map<string, MetaTool>();
   #names = new Map<string, string>();
   #listed = false;
+  #afterFirstList?: ReturnType<typeof setTimeout>;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -151,7 +154,12 @@ export class Gateway {
       });
     }
     this.#names = names;
+    const first = !this.#listed;
     this.#listed = true;
+    // A timer, not a microtask: the answer is written before the hook takes the thread.
+    if (first && this.#deps.afterFirstList) {
+      this.#afterFirstList = setTimeout(this.#deps.afterFirstList, 0);
+    }
     return tools;
   }
 
@@ -398,6 +406,7 @@ export class Gateway {
 
   /** Stops every target and resource (sandboxes, subprocesses). */
   async close(): Promise<void> {
+    clearTimeout(this.#afterFirstList);
     await Promise.allSettled([
       ...this.#deps.targets.map((t) => t.close()),
       ...(this.#deps.resources ?? []).map((r) => r.close()),

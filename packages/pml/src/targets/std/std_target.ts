@@ -184,7 +184,7 @@ export class StdTarget implements Target {
 
   /**
    * Starts the sandbox of read-only tools ahead of the first call, once the OS sandbox has been
-   * probed: the probe starts a process, and runs while the gateway gets ready to answer.
+   * probed (both start processes; the gateway calls this after its first `tools/list`).
    */
   prewarm(): void {
     detectOsSandboxSoon().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
