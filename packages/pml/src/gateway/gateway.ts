@@ -197,12 +197,12 @@ export class Gateway {
     name: string = toolId,
   ): Promise<CallToolResult> {
     const args = rawArgs ?? {};
-    const notObject = errorResult(`Arguments of "${toolId}" must be a JSON object`);
+    const notObject = () => errorResult(`Arguments of "${toolId}" must be a JSON object`);
     const meta = this.#meta.get(toolId);
-    if (meta) return isObject(args) ? await meta.run(args, channel) : notObject;
+    if (meta) return isObject(args) ? await meta.run(args, channel) : notObject();
     const found = await this.#targetFor(toolId);
     if (!found) throw unknownTool(name, toolId);
-    if (!isObject(args)) return notObject;
+    if (!isObject(args)) return notObject();
     const decision = this.#deps.permissions.check(toolId);
     if (decision === "deny") {
       await this.#deps.audit.write("permission_denied", { tool: toolId });
