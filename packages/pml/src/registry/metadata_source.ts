@@ -27,6 +27,7 @@ export class RegistryMetadataSource implements MetadataSource {
   readonly #exclude: ReadonlySet<string>;
   readonly #now: () => number;
   readonly #known = new Map<string, { meta?: DependencyMeta; until: number }>();
+  readonly #pending = new Map<string, Promise<DependencyMeta | undefined>>();
   #list?: { names: string[]; until: number };
 
   constructor(deps: {
@@ -67,6 +68,17 @@ export class RegistryMetadataSource implements MetadataSource {
     if (this.#exclude.has(server) || !this.#client.registries.length) return undefined;
     const known = this.#known.get(server);
     if (known && known.until > this.#now()) return known.meta;
+    // Calls that arrive together share one look-up: every tool call asks whether its namespace is
+    // a registry stdio server, and 64 calls at once sent 64 requests each time an answer expired.
+    let pending = this.#pending.get(server);
+    if (!pending) {
+      pending = this.#lookUp(server).finally(() => this.#pending.delete(server));
+      this.#pending.set(server, pending);
+    }
+    return await pending;
+  }
+
+  async #lookUp(server: string): Promise<DependencyMeta | undefined> {
     const name = `pml.mcp.${server}.server`;
     let failure: PmlError | undefined;
     for (const registry of this.#client.registries) {

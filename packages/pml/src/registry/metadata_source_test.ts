@@ -67,3 +67,38 @@ async function seedThrough(reg: TestRegistry, dir: string): Promise<string> {
   assert(items.length > 0, "the repository registry has stdio metadata");
   return items[0].fqdn.split(".")[2];
 }
+
+Deno.test("RegistryMetadataSource: calls that arrive together share one request, also when the answer expires", async () => {
+  const repoRegistry = join(import.meta.dirname!, "..", "..", "..", "..", "registry");
+  await using reg = await testRegistry();
+  const ws = await Deno.makeTempDir({ prefix: "pml-meta-" });
+  try {
+    const seeded = await seedThrough(reg, repoRegistry);
+    const lock = await Lockfile.open(ws);
+    let clock = 1_000_000;
+    const source = new RegistryMetadataSource({
+      client: new RegistryClient({ registries: [reg.url], fetch: reg.fetch }),
+      cache: new ModuleCache(join(ws, "home")),
+      lockfile: () => Promise.resolve(lock),
+      now: () => clock,
+    });
+    const asked = () => reg.requests.filter((r) => r === `GET /mcp/pml.mcp.${seeded}.server`);
+    const together = () => Promise.all(Array.from({ length: 16 }, () => source.get(seeded)));
+
+    const first = await together();
+    assertEquals(asked().length, 1, reg.requests.join("\n"));
+    assert(first.every((m) => m?.server === seeded && m === first[0]));
+    clock += 3_600_000; // past any max-age: asked again, once
+    const second = await together();
+    assertEquals(asked().length, 2, reg.requests.join("\n"));
+    assertEquals(second.map((m) => m?.fqdn), first.map((m) => m?.fqdn));
+    // A failure reaches every caller, and the next call asks again.
+    reg.down = true;
+    clock += 3_600_000;
+    const offline = await together();
+    assertEquals(offline, Array(16).fill(undefined), "unreachable and not pinned: unknown here");
+    assertEquals(asked().length, 3);
+  } finally {
+    await Deno.remove(ws, { recursive: true });
+  }
+});
