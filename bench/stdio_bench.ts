@@ -161,6 +161,35 @@ figure({
   met: idleMb <= 100 && growthMb <= 5,
   bench: "stdio",
 });
+// The same for the published form: the npm package runs the bundle (one module without inline
+// source maps, where the sources keep each module's transpiled text and map on the V8 heap).
+const bundled = await connect("bundled");
+await timeCalls(bundled.call, 2_300); // as many as the sources had before their idle figure
+await new Promise((r) => setTimeout(r, 1000));
+const bundledIdleKb = treeRssKb(bundled.transport.pid!);
+const bundledIdlePssKb = treePssKb(bundled.transport.pid!);
+await timeCalls(bundled.call, 10_000);
+await new Promise((r) => setTimeout(r, 1000));
+const bundledAfterKb = treeRssKb(bundled.transport.pid!);
+await bundled.client.close();
+console.log(
+  `RSS npm package + sandboxes: idle ${(bundledIdleKb / 1024).toFixed(1)} MB, after 10,000 calls ${
+    (bundledAfterKb / 1024).toFixed(1)
+  } MB; idle PSS ${(bundledIdlePssKb / 1024).toFixed(1)} MB`,
+);
+const bundledIdleMb = bundledIdleKb / 1024;
+const bundledGrowthMb = (bundledAfterKb - bundledIdleKb) / 1024;
+figure({
+  id: "5b-rss-bundled",
+  what:
+    "resident memory of `pml stdio` from the npm package + warm sandboxes, idle and after 10,000 calls",
+  now: `${bundledIdleMb.toFixed(1)} MB idle, ${bundledGrowthMb >= 0 ? "+" : ""}${
+    bundledGrowthMb.toFixed(1)
+  } MB after (PSS ${(bundledIdlePssKb / 1024).toFixed(1)} MB)`,
+  target: "≤ 100 MB, flat (≤ +5 MB)",
+  met: bundledIdleMb <= 100 && bundledGrowthMb <= 5,
+  bench: "stdio",
+});
 // shell:exec round trip: `true` run without a shell (args given) vs the same spawn done directly.
 const shellCall = async () => {
   const r = await pml.client.callTool({
