@@ -4,6 +4,7 @@
  */
 import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { waitFor } from "../../packages/pml/src/targets/stdio/_testing.ts";
 import { childPids, connectStdio } from "./_spawn.ts";
 
 /** Descendants of `pid` that run the std sandbox entry (under bubblewrap or not). */
@@ -18,14 +19,6 @@ function stdSandboxes(pid: number): number[] {
   });
 }
 
-async function waitFor(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
-  for (const end = Date.now() + ms; Date.now() < end;) {
-    if (ok()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`${what}: not after ${ms} ms`);
-}
-
 Deno.test("pml stdio: no process is started before the first tools/list; the read sandbox after it", async () => {
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
   ws.write("a.txt", "hello");
@@ -35,7 +28,7 @@ Deno.test("pml stdio: no process is started before the first tools/list; the rea
   assertEquals(childPids(client.pid), [], "children before tools/list");
   const { tools } = await client.listTools();
   assert(tools.some((t) => t.name === "filesystem__read_file"));
-  await waitFor("the read sandbox", () => stdSandboxes(client.pid).length > 0);
+  await waitFor(() => stdSandboxes(client.pid).length > 0, "the read sandbox", 20_000);
   const started = stdSandboxes(client.pid);
   const read = await client.callTool({
     name: "filesystem__read_file",

@@ -126,7 +126,7 @@ export function detectOsSandbox(path = defaultPath()): OsSandboxStatus {
 
 /**
  * {@link detectOsSandbox} without blocking: the probe (a process start, ~15 ms) runs while the
- * caller goes on. Fills the same cache; gateways call it at start, before the first sandbox.
+ * caller goes on. Fills the same cache; the std target's prewarm awaits it before its sandbox.
  */
 export async function detectOsSandboxSoon(path = defaultPath()): Promise<OsSandboxStatus> {
   const cached = detected.get(path);

@@ -3,7 +3,13 @@ import { createAuditLog } from "../audit/audit.ts";
 import { NpmInstaller } from "../deps/installer.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
 import { StdTarget } from "../targets/std/std_target.ts";
-import { gatewayFor, tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
+import {
+  gatewayFor,
+  type TempWorkspace,
+  tempWorkspace,
+  testConfig,
+  textOf,
+} from "../testing/workspace.ts";
 import { bwrapArgs, detectOsSandbox, detectOsSandboxSoon } from "./os_sandbox.ts";
 import { SandboxPool } from "./pool.ts";
 
@@ -56,15 +62,21 @@ Deno.test("detectOsSandbox: a PATH without bwrap says what to install", () => {
   assertStringIncludes(status.reason, "apt-get install bubblewrap");
 });
 
+/**
+ * A stand-in for a bubblewrap refused by the machine (no user namespaces in a container): it prints
+ * `error` on stderr and exits 1. Returns the folder to use as PATH.
+ */
+function refusedBwrap(ws: TempWorkspace, dir: string, error: string): string {
+  ws.write(`${dir}/bwrap`, `#!/bin/sh\necho '${error}' >&2\nexit 1\n`);
+  Deno.chmodSync(`${ws.dir}/${dir}/bwrap`, 0o755);
+  return `${ws.dir}/${dir}`;
+}
+
 Deno.test("detectOsSandbox: a bwrap that cannot create namespaces is reported with its error", async () => {
   await using ws = tempWorkspace();
-  // A stand-in for a bubblewrap refused by the machine (no user namespaces in a container).
-  ws.write(
-    "bin/bwrap",
-    "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+  const status = detectOsSandbox(
+    refusedBwrap(ws, "bin", "bwrap: setting up uid map: Permission denied"),
   );
-  Deno.chmodSync(`${ws.dir}/bin/bwrap`, 0o755);
-  const status = detectOsSandbox(`${ws.dir}/bin`);
   assert(!status.available);
   assertStringIncludes(status.reason, "cannot create namespaces");
   assertStringIncludes(status.reason, "uid map: Permission denied");
@@ -72,14 +84,10 @@ Deno.test("detectOsSandbox: a bwrap that cannot create namespaces is reported wi
 
 Deno.test("detectOsSandboxSoon: the same answers as detectOsSandbox, without blocking, from one cache", async () => {
   await using ws = tempWorkspace();
-  ws.write(
-    "refused/bwrap",
-    "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n",
-  );
-  Deno.chmodSync(`${ws.dir}/refused/bwrap`, 0o755);
+  const refusedPath = refusedBwrap(ws, "refused", "bwrap: No permissions to create new namespace");
   ws.write("broken/bwrap", "cannot be started: not executable");
   Deno.chmodSync(`${ws.dir}/broken/bwrap`, 0o644);
-  const refused = await detectOsSandboxSoon(`${ws.dir}/refused`);
+  const refused = await detectOsSandboxSoon(refusedPath);
   assert(!refused.available);
   assertStringIncludes(refused.reason, "cannot create namespaces here (bwrap: No permissions");
   const broken = await detectOsSandboxSoon(`${ws.dir}/broken`);
@@ -90,7 +98,7 @@ Deno.test("detectOsSandboxSoon: the same answers as detectOsSandbox, without blo
   assertStringIncludes(missing.reason, "bubblewrap is not installed");
   // Cached: the synchronous form answers the same for the same PATH without probing again.
   Deno.removeSync(`${ws.dir}/refused/bwrap`);
-  assertEquals(detectOsSandbox(`${ws.dir}/refused`), refused);
+  assertEquals(detectOsSandbox(refusedPath), refused);
   const here = await detectOsSandboxSoon();
   assert(here.available, here.available ? "" : here.reason);
   assertEquals(detectOsSandbox(), here);
