@@ -135,61 +135,62 @@ console.log(
   `median overhead of pml: ${((median(lat.pml) - median(lat.direct)) * 1000).toFixed(0)} µs`,
 );
 
-const pid = pml.transport.pid!;
-await new Promise((r) => setTimeout(r, 1000));
-const idleKb = treeRssKb(pid);
-const idlePssKb = treePssKb(pid);
-await timeCalls(pml.call, 10_000);
-await new Promise((r) => setTimeout(r, 1000));
-const afterKb = treeRssKb(pid);
+/** Tree RSS and PSS of `pid` 1 s after the calls so far, and its RSS 1 s after 10,000 more. */
+async function memoryOf(pid: number, call: () => Promise<void>) {
+  await new Promise((r) => setTimeout(r, 1000));
+  const idleKb = treeRssKb(pid);
+  const idlePssKb = treePssKb(pid);
+  await timeCalls(call, 10_000);
+  await new Promise((r) => setTimeout(r, 1000));
+  return { idleKb, idlePssKb, afterKb: treeRssKb(pid) };
+}
+
+const mb = (kb: number) => (kb / 1024).toFixed(1);
+
+function memoryFigure(id: string, what: string, m: Awaited<ReturnType<typeof memoryOf>>) {
+  const idleMb = m.idleKb / 1024;
+  const growthMb = (m.afterKb - m.idleKb) / 1024;
+  figure({
+    id,
+    what,
+    now: `${idleMb.toFixed(1)} MB idle, ${growthMb >= 0 ? "+" : ""}${growthMb.toFixed(1)} MB ` +
+      `after (PSS ${mb(m.idlePssKb)} MB)`,
+    target: "≤ 100 MB, flat (≤ +5 MB)",
+    met: idleMb <= 100 && growthMb <= 5,
+    bench: "stdio",
+  });
+}
+
+const sources = await memoryOf(pml.transport.pid!, pml.call);
 const directKb = treeRssKb(direct.transport.pid!);
 console.log(
-  `RSS pml stdio + sandboxes: idle ${(idleKb / 1024).toFixed(1)} MB, after 10,000 calls ${
-    (afterKb / 1024).toFixed(1)
-  } MB (server-filesystem alone: ${(directKb / 1024).toFixed(1)} MB); idle PSS ${
-    (idlePssKb / 1024).toFixed(1)
+  `RSS pml stdio + sandboxes: idle ${mb(sources.idleKb)} MB, after 10,000 calls ${
+    mb(sources.afterKb)
+  } MB (server-filesystem alone: ${mb(directKb)} MB); idle PSS ${
+    mb(sources.idlePssKb)
   } MB (shared pages counted once)`,
 );
-const idleMb = idleKb / 1024;
-const growthMb = (afterKb - idleKb) / 1024;
-figure({
-  id: "5-rss",
-  what: "resident memory of `pml stdio` + warm sandboxes, idle and after 10,000 calls",
-  now: `${idleMb.toFixed(1)} MB idle, ${growthMb >= 0 ? "+" : ""}${growthMb.toFixed(1)} MB after ` +
-    `(PSS ${(idlePssKb / 1024).toFixed(1)} MB)`,
-  target: "≤ 100 MB, flat (≤ +5 MB)",
-  met: idleMb <= 100 && growthMb <= 5,
-  bench: "stdio",
-});
+memoryFigure(
+  "5-rss",
+  "resident memory of `pml stdio` + warm sandboxes, idle and after 10,000 calls",
+  sources,
+);
 // The same for the published form: the npm package runs the bundle (one module without inline
 // source maps, where the sources keep each module's transpiled text and map on the V8 heap).
 const bundled = await connect("bundled");
 await timeCalls(bundled.call, 2_300); // as many as the sources had before their idle figure
-await new Promise((r) => setTimeout(r, 1000));
-const bundledIdleKb = treeRssKb(bundled.transport.pid!);
-const bundledIdlePssKb = treePssKb(bundled.transport.pid!);
-await timeCalls(bundled.call, 10_000);
-await new Promise((r) => setTimeout(r, 1000));
-const bundledAfterKb = treeRssKb(bundled.transport.pid!);
+const published = await memoryOf(bundled.transport.pid!, bundled.call);
 await bundled.client.close();
 console.log(
-  `RSS npm package + sandboxes: idle ${(bundledIdleKb / 1024).toFixed(1)} MB, after 10,000 calls ${
-    (bundledAfterKb / 1024).toFixed(1)
-  } MB; idle PSS ${(bundledIdlePssKb / 1024).toFixed(1)} MB`,
+  `RSS npm package + sandboxes: idle ${mb(published.idleKb)} MB, after 10,000 calls ${
+    mb(published.afterKb)
+  } MB; idle PSS ${mb(published.idlePssKb)} MB`,
 );
-const bundledIdleMb = bundledIdleKb / 1024;
-const bundledGrowthMb = (bundledAfterKb - bundledIdleKb) / 1024;
-figure({
-  id: "5b-rss-bundled",
-  what:
-    "resident memory of `pml stdio` from the npm package + warm sandboxes, idle and after 10,000 calls",
-  now: `${bundledIdleMb.toFixed(1)} MB idle, ${bundledGrowthMb >= 0 ? "+" : ""}${
-    bundledGrowthMb.toFixed(1)
-  } MB after (PSS ${(bundledIdlePssKb / 1024).toFixed(1)} MB)`,
-  target: "≤ 100 MB, flat (≤ +5 MB)",
-  met: bundledIdleMb <= 100 && bundledGrowthMb <= 5,
-  bench: "stdio",
-});
+memoryFigure(
+  "5b-rss-bundled",
+  "resident memory of `pml stdio` from the npm package + warm sandboxes, idle and after 10,000 calls",
+  published,
+);
 // shell:exec round trip: `true` run without a shell (args given) vs the same spawn done directly.
 const shellCall = async () => {
   const r = await pml.client.callTool({
