@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { exists } from "./exists.ts";
 import { join } from "node:path";
 
 /**
@@ -19,7 +19,7 @@ const HERE = import.meta.dirname!;
 const BUNDLED = import.meta.url.endsWith(".js");
 
 /** True when this code runs from the npm package: `registry/` sits beside `dist/`. */
-const PACKAGED = BUNDLED && existsSync(join(HERE, "..", "registry", "mcp"));
+const PACKAGED = BUNDLED && exists(join(HERE, "..", "registry", "mcp"));
 
 /** The root of PML's own files: the repository, or the npm package's folder. */
 const ROOT = PACKAGED ? join(HERE, "..") : join(HERE, "..", "..", "..");

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { existsSync } from "node:fs";
+import { exists } from "../exists.ts";
 import { PML_CODE_DIRS } from "../paths.ts";
 import { dirname, join } from "node:path";
 
@@ -75,13 +75,13 @@ export function bwrapArgs(
     SANDBOX_DENO_DIR,
   ];
   const system = policy.system === "libs" ? SYSTEM_LIBS : SYSTEM_RO;
-  for (const dir of system) if (existsSync(dir)) args.push("--ro-bind", dir, dir);
+  for (const dir of system) if (exists(dir)) args.push("--ro-bind", dir, dir);
   args.push("--ro-bind", dirname(denoPath), dirname(denoPath));
   // PML's own code and data (the package folder, the std modules), read-only.
   for (const dir of PML_CODE_DIRS) args.push("--ro-bind", dir, dir);
   for (const path of policy.ro) args.push("--ro-bind-try", path, path);
   for (const path of policy.rw) args.push("--bind-try", path, path);
-  const protect = policy.protect.filter((path) => existsSync(path));
+  const protect = policy.protect.filter(exists);
   // The folder of a protected file (`.vscode/` of `.vscode/mcp.json`) is bound onto itself: a
   // mount point cannot be renamed or removed, so the file cannot be moved away with its folder
   // and replaced. Its other files stay writable.
@@ -162,7 +162,7 @@ function findBwrap(path: string): string | OsSandboxStatus {
       reason: `no OS sandbox for ${Deno.build.os} yet (PML uses bubblewrap on Linux)`,
     };
   }
-  const bwrap = path.split(":").map((d) => join(d, "bwrap")).find((p) => existsSync(p));
+  const bwrap = path.split(":").map((d) => join(d, "bwrap")).find((p) => exists(p));
   if (!bwrap) {
     return {
       available: false,

@@ -1,9 +1,27 @@
 import { Client } from "../../sdk/client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "../../sdk/http_client.ts";
+import type { StreamableHTTPError } from "../../sdk/http_client.ts";
 import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
 import { ToolResultShape } from "../target.ts";
+
+/**
+ * The SDK's Streamable HTTP client, imported on the first connection: loading it (with the OAuth
+ * schemas it builds) took ~8 ms of every `pml stdio` start, local-only mode included, before the
+ * first `tools/list` (docs/speed.md). The bare specifier, so that the bundle imports it on demand
+ * too.
+ */
+type HttpClientModule = typeof import("../../sdk/http_client.ts");
+let httpClient: HttpClientModule | undefined;
+async function loadHttpClient(): Promise<HttpClientModule> {
+  return httpClient ??=
+    (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")) as HttpClientModule;
+}
+
+/** An HTTP error status from the cloud (none can exist before the client was loaded). */
+function isHttpError(err: unknown): err is StreamableHTTPError {
+  return httpClient !== undefined && err instanceof httpClient.StreamableHTTPError;
+}
 
 /** Version reported to the cloud in `initialize` (kept in step with the package). */
 const CLIENT_INFO = { name: "pml", version: "0.1.0" };
@@ -145,7 +163,7 @@ export class CloudClient {
         if (this.#session === session) this.#session = undefined;
         session.then((c) => c.close()).catch(() => {});
         // The cloud restarted and forgot our session: the call was not run, open a new one.
-        const sessionLost = err instanceof StreamableHTTPError && err.code === 404;
+        const sessionLost = isHttpError(err) && err.code === 404;
         if (sessionLost && !fresh && attempt === 0) continue;
         throw this.#failure(err);
       }
@@ -153,6 +171,7 @@ export class CloudClient {
   }
 
   async #connect(): Promise<Client> {
+    const { StreamableHTTPClientTransport } = await loadHttpClient();
     const transport = new StreamableHTTPClientTransport(new URL(this.url), {
       fetch: this.#authorizedFetch,
       // The standalone GET stream is not needed for tool calls: do not retry it in the background.
@@ -217,7 +236,7 @@ export class CloudClient {
 
   #failure(err: unknown): PmlError {
     const where = `the PML cloud at "${this.url}"`;
-    if (err instanceof StreamableHTTPError && (err.code === 401 || err.code === 403)) {
+    if (isHttpError(err) && (err.code === 401 || err.code === 403)) {
       return new PmlError(
         "CLOUD_AUTH",
         `${where} refused the API key (HTTP ${err.code}): check PML_API_KEY (create one with \`pml-server keys create\` or on the platform)`,
@@ -228,7 +247,7 @@ export class CloudClient {
       (err instanceof DOMException && err.name === "TimeoutError");
     const reason = timedOut
       ? `did not answer within ${Math.round(this.#timeoutMs / 1000)} s`
-      : err instanceof StreamableHTTPError
+      : isHttpError(err)
       ? `answered HTTP ${err.code}`
       : `is unreachable (${errorMessage(err)})`;
     return new PmlError(

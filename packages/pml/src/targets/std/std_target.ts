@@ -1,5 +1,5 @@
 import type { CallToolResult } from "../../sdk/types.ts";
-import { existsSync } from "node:fs";
+import { exists } from "../../exists.ts";
 import { join } from "node:path";
 import * as filesystem from "../../../../../registry/std/filesystem.ts";
 import * as shell from "../../../../../registry/std/shell.ts";
@@ -138,7 +138,7 @@ export class StdTarget implements Target {
     // Control files are bound read-only over the writable workspace (DESIGN §12). Only existing
     // ones can be bound: when one appears (the human runs `pml init`), the policy changes and the
     // pool starts a new sandbox for it.
-    const protect = () => controlFilePaths(workspace).filter((p) => existsSync(p));
+    const protect = () => controlFilePaths(workspace).filter(exists);
     switch (access) {
       case "read":
         return {
@@ -288,7 +288,7 @@ export class StdTarget implements Target {
 
   /** Control files that do not exist yet: a bind cannot protect them, so they are watched. */
   #missingControlFiles(): string[] {
-    return controlFilePaths(this.#config.workspace).filter((p) => !existsSync(p));
+    return controlFilePaths(this.#config.workspace).filter((p) => !exists(p));
   }
 
   /**
@@ -296,7 +296,7 @@ export class StdTarget implements Target {
    * only existing ones read-only), and says so. Returns the note for the result, or "".
    */
   async #removeCreatedControlFiles(toolId: string, wereMissing: string[]): Promise<string> {
-    const created = wereMissing.filter((p) => existsSync(p));
+    const created = wereMissing.filter(exists);
     for (const path of created) {
       await Deno.remove(path, { recursive: true }).catch(() => {});
       await this.#audit.write("control_file_blocked", {
