@@ -77,6 +77,8 @@ export class StdTarget implements Target {
   readonly #roots: PathRoots;
   readonly #timeoutMs: number;
   readonly #detectOs: () => OsSandboxStatus;
+  /** The same answer without blocking (the prewarm's): the real probe runs as a process. */
+  readonly #detectOsSoon: () => Promise<unknown>;
   #osStatus?: OsSandboxStatus;
 
   constructor(deps: {
@@ -88,7 +90,9 @@ export class StdTarget implements Target {
     /** Injectable for tests (default: look for bubblewrap once). */
     detectOs?: () => OsSandboxStatus;
   }) {
-    this.#detectOs = deps.detectOs ?? (() => detectOsSandbox());
+    const injected = deps.detectOs;
+    this.#detectOs = injected ?? (() => detectOsSandbox());
+    this.#detectOsSoon = injected ? () => Promise.resolve().then(injected) : detectOsSandboxSoon;
     this.#config = deps.config;
     this.#pool = deps.pool;
     this.#audit = deps.audit;
@@ -187,7 +191,7 @@ export class StdTarget implements Target {
    * probed (both start processes; the gateway calls this after its first `tools/list`).
    */
   prewarm(): void {
-    detectOsSandboxSoon().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
+    this.#detectOsSoon().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
       // The gateway closed first, or the sandbox cannot start: the first call reports it.
     });
   }
