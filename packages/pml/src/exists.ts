@@ -13,3 +13,16 @@ export function exists(path: string): boolean {
     return false;
   }
 }
+
+/**
+ * Whether `path` names an entry of its folder, the link itself for a symlink (a dangling link
+ * exists): any error reads as "no".
+ */
+export function entryExists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

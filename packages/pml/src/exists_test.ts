@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { assertEquals } from "./testing/assert.ts";
-import { exists } from "./exists.ts";
+import { entryExists, exists } from "./exists.ts";
 
 Deno.test("exists: answers as node:fs existsSync for files, folders, links and what is missing", () => {
   const dir = Deno.makeTempDirSync({ prefix: "pml-exists-" });
@@ -24,6 +24,21 @@ Deno.test("exists: answers as node:fs existsSync for files, folders, links and w
       assertEquals(exists(path), expected, name);
       assertEquals(exists(path), existsSync(path), `${name}: same answer as node:fs`);
     }
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("entryExists: a link counts as itself, dangling or not", () => {
+  const dir = Deno.makeTempDirSync({ prefix: "pml-exists-" });
+  try {
+    Deno.writeTextFileSync(join(dir, "file"), "x");
+    Deno.symlinkSync(join(dir, "gone"), join(dir, "dangling"));
+    assertEquals(entryExists(join(dir, "file")), true);
+    assertEquals(entryExists(join(dir, "dangling")), true);
+    assertEquals(exists(join(dir, "dangling")), false);
+    assertEquals(entryExists(join(dir, "missing")), false);
+    assertEquals(entryExists(join(dir, "file", "below-a-file")), false);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

@@ -1,4 +1,5 @@
 import { dirname, join, resolve } from "node:path";
+import { entryExists } from "../exists.ts";
 
 /** Files whose presence marks a project root (DESIGN §4). */
 export const WORKSPACE_MARKERS = [
@@ -18,15 +19,6 @@ export interface ResolvedWorkspace {
   readonly source: WorkspaceSource;
   /** Set for the cwd fallback: the warning to print on stderr. */
   readonly warning?: string;
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -58,7 +50,9 @@ export function resolveWorkspace(
   }
   const start = Deno.realPathSync(opts.cwd);
   for (let dir = start;; dir = dirname(dir)) {
-    if (WORKSPACE_MARKERS.some((m) => exists(join(dir, m)))) return { path: dir, source: "marker" };
+    if (WORKSPACE_MARKERS.some((m) => entryExists(join(dir, m)))) {
+      return { path: dir, source: "marker" };
+    }
     if (dirname(dir) === dir) break;
   }
   return {

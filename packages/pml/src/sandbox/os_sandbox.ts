@@ -162,7 +162,7 @@ function findBwrap(path: string): string | OsSandboxStatus {
       reason: `no OS sandbox for ${Deno.build.os} yet (PML uses bubblewrap on Linux)`,
     };
   }
-  const bwrap = path.split(":").map((d) => join(d, "bwrap")).find((p) => exists(p));
+  const bwrap = path.split(":").map((d) => join(d, "bwrap")).find(exists);
   if (!bwrap) {
     return {
       available: false,

@@ -77,8 +77,11 @@ export class StdTarget implements Target {
   readonly #roots: PathRoots;
   readonly #timeoutMs: number;
   readonly #detectOs: () => OsSandboxStatus;
-  /** The same answer without blocking (the prewarm's): the real probe runs as a process. */
-  readonly #detectOsSoon: () => Promise<unknown>;
+  /**
+   * What the prewarm waits for before its sandbox: the real probe, run as a process without
+   * blocking; nothing for an injected detector, which `#osSandbox()` asks when the spec is made.
+   */
+  readonly #osProbed: () => Promise<unknown>;
   #osStatus?: OsSandboxStatus;
 
   constructor(deps: {
@@ -90,9 +93,8 @@ export class StdTarget implements Target {
     /** Injectable for tests (default: look for bubblewrap once). */
     detectOs?: () => OsSandboxStatus;
   }) {
-    const injected = deps.detectOs;
-    this.#detectOs = injected ?? (() => detectOsSandbox());
-    this.#detectOsSoon = injected ? () => Promise.resolve().then(injected) : detectOsSandboxSoon;
+    this.#detectOs = deps.detectOs ?? (() => detectOsSandbox());
+    this.#osProbed = deps.detectOs ? () => Promise.resolve() : detectOsSandboxSoon;
     this.#config = deps.config;
     this.#pool = deps.pool;
     this.#audit = deps.audit;
@@ -191,7 +193,7 @@ export class StdTarget implements Target {
    * probed (both start processes; the gateway calls this after its first `tools/list`).
    */
   prewarm(): void {
-    this.#detectOsSoon().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
+    this.#osProbed().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
       // The gateway closed first, or the sandbox cannot start: the first call reports it.
     });
   }
