@@ -160,7 +160,7 @@ export function denoLaunch(
     DENO_DIR: ctx.denoDir,
     ...pick(ctx.env, envNames),
   };
-  const os = ctx.osSandbox ?? detectOsSandbox();
+  const os = ctx.osSandbox ?? detectOsSandbox(ctx.env.PATH);
   if (!os.available) {
     refuseWithoutOsWall(meta.server, os, ctx.unconfined ?? false);
     return {

@@ -84,6 +84,7 @@ export class StdioTarget implements Target {
   readonly #pinned = new WeakSet<DependencyMeta>();
   /** Servers whose metadata is pinned: their own tool lists are checked too. */
   readonly #pinnedServers = new Set<string>();
+  #osStatus?: OsSandboxStatus;
 
   constructor(deps: StdioTargetDeps) {
     this.#d = deps;
@@ -271,9 +272,14 @@ export class StdioTarget implements Target {
   #wallRefusal(meta: DependencyMeta): string | undefined {
     return osWallRefusal(
       meta.server,
-      this.#d.osSandbox ?? detectOsSandbox(),
+      this.#os(),
       this.#d.unconfined ?? false,
     );
+  }
+
+  /** The OS sandbox this machine offers, found on the configured PATH once (asked on every call). */
+  #os(): OsSandboxStatus {
+    return this.#osStatus ??= this.#d.osSandbox ?? detectOsSandbox(this.#d.env.PATH);
   }
 
   /**
@@ -307,7 +313,7 @@ export class StdioTarget implements Target {
     if (!pkg) {
       return {
         what: `${meta.server} with "${[meta.command, ...meta.args].join(" ")}"`,
-        grants: rawCommandGrants(meta, this.#d.osSandbox ?? detectOsSandbox(this.#d.env.PATH)),
+        grants: rawCommandGrants(meta, this.#os()),
       };
     }
     return {
