@@ -245,8 +245,9 @@ figure({
   bench: "deps",
 });
 figure({
-  id: "6c-throughput-stdio",
-  what: `the same, through a spawned \`pml stdio\` (the agent's path: one more process hop)`,
+  id: "6a-throughput-stdio",
+  what:
+    `${CONCURRENCY}-way throughput through a stdio dependency via a spawned \`pml stdio\` (the agent's path) vs direct`,
   now: `${viaStdio.ratio.toFixed(2)}× (${viaStdio.pml.toFixed(0)} vs ${
     viaStdio.direct.toFixed(0)
   } calls/s)`,
