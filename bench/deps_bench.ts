@@ -177,7 +177,11 @@ const callSpawned = async () => {
   const r = await spawned.callTool({ name: "memory__read_graph", arguments: {} });
   if (r.isError) throw new Error(`pml stdio: ${JSON.stringify(r.content)}`);
 };
-await callSpawned(); // installed and recorded by the gateway above: nothing is asked
+// Installed and recorded by the gateway above: nothing is asked (an approval would be timed instead).
+const first = await spawned.callTool({ name: "memory__read_graph", arguments: {} });
+if (first.isError || (first.structuredContent as { workflow_id?: string })?.workflow_id) {
+  throw new Error(`deps bench: pml stdio did not run the call: ${JSON.stringify(first)}`);
+}
 const viaStdio = await throughputRounds(callSpawned);
 await spawned.close();
 
