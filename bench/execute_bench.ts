@@ -7,6 +7,9 @@
  * - through the gateway in process over the SDK's in-memory transport (no client↔gateway pipe, so
  *   it shows the sandbox's own cost).
  *
+ * Each transport also times the same 3 reads written as a `map` over a `const` list in a
+ * `Promise.all` (the form agents often write; read ahead since the analysis reads `map` callbacks).
+ *
  * A third row times the 3 direct calls as an agent makes them, one per turn: a pause (not counted)
  * before each call, so each starts from idle processes. Back to back (the first row) is the best
  * case for direct calls; one per turn is how they happen, minus the model's own time per turn,
@@ -40,13 +43,21 @@ const SNIPPET = `
   const c = await mcp.filesystem.read_file({ path: "f3.txt" });
   return a.length + b.length + c.length;`;
 
+/** The same 3 reads as an agent often writes them: a `map` over a list, all at once. */
+const MAPPED = `
+  const files = ["f1.txt", "f2.txt", "f3.txt"];
+  const texts = await Promise.all(files.map((f) => mcp.filesystem.read_file({ path: f })));
+  return texts.reduce((n, t) => n + t.length, 0);`;
+
 await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
 for (const n of [1, 2, 3]) ws.write(`f${n}.txt`, `file ${n} `.repeat(400));
 
-async function viaExecute(client: Client): Promise<void> {
-  const res = await client.callTool({ name: "pml__execute", arguments: { code: SNIPPET } });
+async function run(client: Client, code: string): Promise<void> {
+  const res = await client.callTool({ name: "pml__execute", arguments: { code } });
   if (res.isError || !textOf(res).includes('"success"')) throw new Error(textOf(res));
 }
+const viaExecute = (client: Client) => run(client, SNIPPET);
+const viaExecuteMapped = (client: Client) => run(client, MAPPED);
 
 async function direct(client: Client): Promise<void> {
   for (const n of [1, 2, 3]) {
@@ -79,35 +90,37 @@ async function directPaced(client: Client): Promise<number> {
   return total;
 }
 
-/** Interleaved rounds of both ways on one client: [direct samples, execute samples]. */
-async function compare(client: Client): Promise<[number[], number[]]> {
-  const exec: number[] = [];
-  const base: number[] = [];
+/**
+ * Interleaved rounds of the three ways on one client (the order rotates):
+ * [direct samples, execute samples, execute-with-map samples].
+ */
+async function compare(client: Client): Promise<[number[], number[], number[]]> {
+  const ways = [direct, viaExecute, viaExecuteMapped];
+  const samples: [number[], number[], number[]] = [[], [], []];
   for (let i = 0; i < WARMUP_ROUNDS; i++) {
-    await viaExecute(client);
-    await direct(client);
+    for (const fn of ways) await fn(client);
     await settle();
   }
   for (let i = 0; i < ROUNDS; i++) {
-    const order = i % 2 === 0 ? [viaExecute, direct] : [direct, viaExecute];
-    for (const fn of order) {
+    for (let k = 0; k < ways.length; k++) {
+      const way = (i + k) % ways.length;
       const t0 = performance.now();
-      await fn(client);
-      (fn === viaExecute ? exec : base).push(performance.now() - t0);
+      await ways[way](client);
+      samples[way].push(performance.now() - t0);
       await settle();
     }
   }
-  return [base, exec];
+  return samples;
 }
 
-let stdio: [number[], number[]];
+let stdio: [number[], number[], number[]];
 const paced: number[] = [];
 {
   await using client = await connectStdio(ws);
   stdio = await compare(client);
   for (let i = 0; i < ROUNDS; i++) paced.push(await directPaced(client));
 }
-let memory: [number[], number[]];
+let memory: [number[], number[], number[]];
 {
   await using g = await gatewayFor(ws, { prewarm: true });
   memory = await compare(g.client);
@@ -138,11 +151,13 @@ console.log(`execute bench: ${ROUNDS} rounds per transport, ${SETTLE_MS} ms paus
 console.log("through a spawned `pml stdio`:");
 console.log(row("  3 direct tools/call filesystem__read_file", stdio[0]));
 console.log(row("  pml:execute with the same 3 mcp.* calls", stdio[1], stdio[0]));
+console.log(row("  pml:execute, the 3 reads as files.map(…)", stdio[2], stdio[0]));
 console.log(row("  3 direct calls, one per agent turn", paced));
 console.log(row("  pml:execute vs one call per agent turn", stdio[1], paced));
 console.log("in process (in-memory transport):");
 console.log(row("  3 direct tools/call filesystem__read_file", memory[0]));
 console.log(row("  pml:execute with the same 3 mcp.* calls", memory[1], memory[0]));
+console.log(row("  pml:execute, the 3 reads as files.map(…)", memory[2], memory[0]));
 console.log(row("exec sandbox cold: spawn → `return 1`", cold));
 console.log(row("exec sandbox warm: take → `return 1`", warm, cold));
 const gain = median(stdio[0]) - median(stdio[1]);

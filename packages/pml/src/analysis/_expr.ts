@@ -21,26 +21,31 @@ import {
   union,
   type Val,
 } from "./_dataflow.ts";
-import { literalsOf } from "./_literal.ts";
+import { elementsOf, literalsOf } from "./_literal.ts";
 import { isFunction, type Node, posOf, unwrap } from "./_node.ts";
 import { bindPattern, taintRoot } from "./_patterns.ts";
 import { type Ctx, guardOf, reportDynamic, type State } from "./_state.ts";
 import { visit, walkFunction } from "./_walk.ts";
 
-/** Methods whose callback may run once per element: tasks inside are `inLoop`. */
-const ITERATION = new Set([
+/** Array methods whose callback takes an element of the receiver as its first parameter. */
+const ELEMENT_FIRST = new Set([
   "map",
   "forEach",
   "filter",
   "flatMap",
-  "reduce",
-  "reduceRight",
   "some",
   "every",
   "find",
   "findIndex",
   "findLast",
   "findLastIndex",
+]);
+
+/** Methods whose callback may run once per element: tasks inside are `inLoop`. */
+const ITERATION = new Set([
+  ...ELEMENT_FIRST,
+  "reduce",
+  "reduceRight",
   "sort",
   "toSorted",
   "from",
@@ -186,10 +191,18 @@ export function call(node: Node, ctx: Ctx, st: State): Val {
       argT = union(argT, v.t);
     }
   }
-  // Callbacks receive the receiver's and the other arguments' values (`files.map((f) => …)`).
+  // Callbacks receive the receiver's and the other arguments' values (`files.map((f) => …)`); the
+  // first callback of `map` and the like takes the receiver's elements, when those are known.
   const input = union(recv.t, argT);
+  const first = node.arguments?.[0] && unwrap(node.arguments[0]);
+  const elements = isMember && method !== undefined && ELEMENT_FIRST.has(method)
+    ? elementsOf(callee.object!, ctx.scope)
+    : undefined;
   let out = input;
-  for (const f of fns) out = union(out, walkFunction(f, ctx, st, { t: input }, iter, null));
+  for (const f of fns) {
+    const lits = f === first ? elements : undefined;
+    out = union(out, walkFunction(f, ctx, st, { t: input }, iter, null, lits));
+  }
   for (const v of vals) {
     if (!v.fn) continue;
     v.fn.lazy?.();

@@ -13,8 +13,9 @@ export const MAX_CHOICES = 16;
 
 /**
  * Every value `node` can take, when each is known before the code runs: a literal, a `const` name
- * bound to one (`Binding.lits` in `scope`), an element of a literal array a `for … of` loops over,
- * and objects, arrays and template strings made of those. `undefined` when any part is computed, or when there
+ * bound to one (`Binding.lits` in `scope`), an element of a literal array a `for … of` loops over
+ * or an array method's callback runs over (`files.map((f) => …)`), and objects, arrays and template
+ * strings made of those. `undefined` when any part is computed, or when there
  * would be more than {@link MAX_CHOICES}.
  */
 export function literalsOf(node: Node, scope: Scope): unknown[] | undefined {
@@ -74,6 +75,17 @@ export function literalsOf(node: Node, scope: Scope): unknown[] | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * The elements of the one array `node` is known to be (`["a", "b"]`, or a `const` bound to it),
+ * when it has at least one and at most {@link MAX_CHOICES}: what a `for … of` over it or a callback
+ * of its `map` takes, one at a time.
+ */
+export function elementsOf(node: Node, scope: Scope): unknown[] | undefined {
+  const lists = literalsOf(node, scope);
+  const list = lists?.length === 1 ? lists[0] : undefined;
+  return Array.isArray(list) && list.length && list.length <= MAX_CHOICES ? list : undefined;
 }
 
 function number(v: number): unknown[] | undefined {

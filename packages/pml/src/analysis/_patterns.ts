@@ -146,6 +146,7 @@ function assignName(id: Node, v: Val, ctx: Ctx, st: State): void {
     reportDynamic(st, id, `alias "${id.name}" of "${describeRef(b.ref)}" is reassigned`);
   } else if (b) {
     b.val = join(b.val, v);
+    b.lits = undefined; // no longer known before the code runs
   } else if (id.name === "mcp") {
     reportDynamic(st, id, `"mcp" is reassigned`);
   }

@@ -15,8 +15,8 @@ import {
   object,
   unary,
 } from "./_expr.ts";
-import { literalsOf, MAX_CHOICES } from "./_literal.ts";
-import type { Node } from "./_node.ts";
+import { elementsOf } from "./_literal.ts";
+import { type Node, unwrap } from "./_node.ts";
 import { bindPattern, varDecl } from "./_patterns.ts";
 import { type Ctx, guardOf, newFrame, Scope, type State } from "./_state.ts";
 
@@ -202,7 +202,9 @@ function functionValue(node: Node, ctx: Ctx, st: State): Val {
 
 /**
  * Walks a function: `params` gives the parameter values (one per index, or one for all),
- * `summary` (if any) receives the tasks of the body and its return taint. Returns the return taint.
+ * `summary` (if any) receives the tasks of the body and its return taint. `firstLits`: the values
+ * the first parameter is known to take (the elements a `map` callback runs over). Returns the
+ * return taint.
  */
 export function walkFunction(
   node: Node,
@@ -211,6 +213,7 @@ export function walkFunction(
   params: Val | Val[],
   inLoop: boolean,
   summary: FnInfo | null,
+  firstLits?: readonly unknown[],
 ): TSet {
   const scope = new Scope(ctx.scope, true);
   const frame = newFrame(
@@ -225,6 +228,9 @@ export function walkFunction(
       : list[i];
     const v = Array.isArray(params) ? (params[i] ?? NONE) : params;
     bindPattern(p, v, inner, st, scope);
+    if (i === 0 && firstLits && unwrap(p).type === "Identifier") {
+      scope.vars.get(unwrap(p).name!)!.lits = firstLits;
+    }
   }
   const body = node.body as Node | undefined;
   if (body?.type === "BlockStatement") statements(body.body as Node[], inner, st);
@@ -278,11 +284,8 @@ function loop(node: Node, ctx: Ctx, st: State): Val {
       bindPattern(id, elem, outer, st, scope);
       // `for (const f of ["a", "b"])`: `f` is one of the elements.
       if (node.type === "ForOfStatement" && left.kind === "const" && id.type === "Identifier") {
-        const lists = literalsOf(node.right!, ctx.scope);
-        const list = lists?.length === 1 ? lists[0] : undefined;
-        if (Array.isArray(list) && list.length && list.length <= MAX_CHOICES) {
-          scope.vars.get(id.name!)!.lits = list;
-        }
+        const list = elementsOf(node.right!, ctx.scope);
+        if (list) scope.vars.get(id.name!)!.lits = list;
       }
     } else bindPattern(left, elem, outer, st, null);
     visit(node.body as Node, { ...inLoop, guard: union(ctx.guard, items) }, st);

@@ -74,6 +74,36 @@ Deno.test("literal arguments are known before the code runs; anything computed i
   );
 });
 
+Deno.test("the callback of map and the like takes the elements of a literal array as its first parameter", async () => {
+  const argsOf = async (code: string) => (await analyze(code)).tasks[0].args;
+  for (
+    const code of [
+      `const files = ["a", "b"]; await Promise.all(files.map((f) => mcp.fs.read({ path: f })));`,
+      `await Promise.all(["a", "b"].map(async function (f, i) { return await mcp.fs.read({ path: f }); }));`,
+      `const files = ["a", "b"]; files.forEach((f) => { mcp.fs.read({ path: \`\${f}\` }); });`,
+      `const files = ["a", "b"]; await Promise.all(files.flatMap((f) => [mcp.fs.read({ path: f })]));`,
+    ]
+  ) deepStrictEqual(await argsOf(code), [{ path: "a" }, { path: "b" }], code);
+  for (
+    const code of [
+      // The receiver is computed, or may change.
+      `const files = ["a", "b"]; await Promise.all(files.filter((f) => f).map((f) => mcp.fs.read({ path: f })));`,
+      `let files = ["a", "b"]; await Promise.all(files.map((f) => mcp.fs.read({ path: f })));`,
+      // Not the element: the index, the array, an accumulator, a second callback.
+      `await Promise.all(["a", "b"].map((f, i) => mcp.fs.read({ path: i })));`,
+      `await Promise.all(["a", "b"].map((f, i, all) => mcp.fs.read({ path: all })));`,
+      `await ["a", "b"].reduce(async (acc, f) => mcp.fs.read({ path: acc }), "x");`,
+      `const files = ["a"]; files.map((x) => x, (f) => mcp.fs.read({ path: f }));`,
+      // Not an array method: a function of one's own.
+      `const each = (xs, fn) => xs.forEach(fn); each(["a"], (f) => mcp.fs.read({ path: f }));`,
+      // Reassigned in the callback before the call.
+      `await Promise.all(["a", "b"].map((f) => { f = f + ".txt"; return mcp.fs.read({ path: f }); }));`,
+      // Destructured: not followed.
+      `await Promise.all([{ p: "a" }].map(({ p }) => mcp.fs.read({ path: p })));`,
+    ]
+  ) equal(await argsOf(code), undefined, code);
+});
+
 Deno.test("aliases of mcp and of a namespace", async () => {
   deepStrictEqual(await toolsOf(`const m = mcp; await m.fs.read_file({});`), ["fs:read_file"]);
   deepStrictEqual(

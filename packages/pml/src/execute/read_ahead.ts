@@ -5,7 +5,7 @@
  * Code written as `await mcp.filesystem.read_file({ path: "a" })`, then `"b"`, then `"c"` waits for
  * each read before it asks for the next: three trips code → gateway → tool and back, one after the
  * other. The analysis already knows those three calls and their arguments (`ToolTask.args`: literals,
- * `const` names bound to them, elements of a literal array a loop runs over), so
+ * `const` names bound to them, elements of a literal array a loop or a `map` callback runs over), so
  * the gateway asks for all three as soon as the plan allows the code, starts the code with the
  * list of what it started, and sends each result to the sandbox as it comes. A call of the code
  * that is on the list takes its result there, without a round trip: the runner only tells the

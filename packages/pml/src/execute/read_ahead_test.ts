@@ -104,6 +104,15 @@ Deno.test("read-ahead plan: only code that reads with tools the user allows, lit
       { tool: "filesystem:read_file", args: { path: "b.txt" } },
     ],
   );
+  // The callback of a `map` over a literal list: one read per element.
+  assertEquals(
+    await plan(`const files = ["a.txt", "b.txt"];
+      return await Promise.all(files.map((f) => mcp.filesystem.read_file({ path: f })));`),
+    [
+      { tool: "filesystem:read_file", args: { path: "a.txt" } },
+      { tool: "filesystem:read_file", args: { path: "b.txt" } },
+    ],
+  );
   // A tool that writes, or one the user is asked about, anywhere in the code: nothing ahead.
   assertEquals(
     await plan(`await mcp.filesystem.read_file({ path: "a.txt" });
@@ -189,7 +198,7 @@ Deno.test("pml:execute read-ahead: a read that does not answer fails with RPC_TI
   assertEquals(body.result, ["RPC_TIMEOUT", "RPC_TIMEOUT"]);
 });
 
-Deno.test("pml:execute read-ahead: a loop over a literal list of files reads each, in order", async () => {
+Deno.test("pml:execute read-ahead: a loop or a map over a literal list of files reads each, in order", async () => {
   await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   for (const n of [1, 2, 3]) ws.write(`f${n}.txt`, `file ${n}`);
   await using g = await gatewayFor(ws);
@@ -202,4 +211,12 @@ Deno.test("pml:execute read-ahead: a loop over a literal list of files reads eac
   );
   assertEquals(body.result, ["file 1", "file 2", "file 3", "file 2"]);
   assertEquals(body.calls!.length, 4);
+  // The same through the callback of a `map`, all at once: each result goes to its own element.
+  const mapped = await execute(
+    g.client,
+    `const files = ["f3.txt", "f1.txt", "f2.txt", "f1.txt"];
+     return await Promise.all(files.map((f) => mcp.filesystem.read_file({ path: f })));`,
+  );
+  assertEquals(mapped.result, ["file 3", "file 1", "file 2", "file 1"]);
+  assertEquals(mapped.calls!.length, 4);
 });
