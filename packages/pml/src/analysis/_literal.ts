@@ -15,8 +15,8 @@ export const MAX_CHOICES = 16;
  * Every value `node` can take, when each is known before the code runs: a literal, a `const` name
  * bound to one (`Binding.lits` in `scope`), an element of a literal array a `for … of` loops over
  * or an array method's callback runs over (`files.map((f) => …)`), and objects, arrays and template
- * strings made of those. `undefined` when any part is computed, or when there
- * would be more than {@link MAX_CHOICES}.
+ * strings made of those. `undefined` when any part is computed, or when there would be more than
+ * {@link MAX_CHOICES}.
  */
 export function literalsOf(node: Node, scope: Scope): unknown[] | undefined {
   const n = unwrap(node);
