@@ -307,20 +307,29 @@ Deno.test("codex exec --approve-for-me: a call the reviewer denies never reaches
   assertHermetic(api, trap);
 });
 
-Deno.test("codex exec without an approval flag: Codex refuses MCP calls itself (its approval policy is never), pml is not called", async () => {
+Deno.test("codex exec without an approval flag: a read pml marks read-only runs; Codex refuses every other MCP call itself (its approval policy is never), pml is not called", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
-  ws.write("notes.txt", "x");
+  ws.write("notes.txt", "notes codex may read");
   await using api = startResponsesApi([
-    { calls: [{ name: "filesystem__read_file", args: { path: "notes.txt" } }] },
+    {
+      calls: [
+        { name: "filesystem__read_file", args: { path: "notes.txt" } },
+        { name: "filesystem__write_file", args: { path: "out.txt", content: "hi" } },
+      ],
+    },
     { text: "done" },
   ]);
   const run = await runCodex(ws, api, trap, { mode: "default" });
   assertEquals(run.code, 0, run.out);
+  const outputs = callOutputs(api.turns[1]);
+  // `readOnlyHint` on the read: Codex needs no approval for it, and PML's own permission applies.
+  assertStringIncludes(outputs.get("filesystem__read_file")!, "notes codex may read");
   assertStringIncludes(
-    callOutputs(api.turns[1]).get("filesystem__read_file")!,
+    outputs.get("filesystem__write_file")!,
     "MCP tool call requires approval, but approval policy is never",
   );
+  assert(!(await Deno.stat(join(ws.dir, "out.txt")).catch(() => false)), "nothing written");
   assertHermetic(api, trap);
 });
 
@@ -456,8 +465,9 @@ Deno.test("codex exec over HTTP (pml serve): tools with schemas, a read, and an 
   assertEquals(api.turns.length, 3, run.out);
   const offered = namespaceFunctions(api.turns[0]);
   assertEquals(offered.get("filesystem__read_file")?.parameters?.required, ["path"]);
-  // Codex's reviewer is asked before every MCP call, reads included (pml lists no annotations).
-  assertEquals(api.reviews.length, 3, run.out);
+  // Codex's reviewer is asked before the write and pml__continue; not before the read, which pml
+  // marks read-only (`readOnlyHint`).
+  assertEquals(api.reviews.length, 2, run.out);
   assertStringIncludes(callOutputs(api.turns[1]).get("filesystem__read_file")!, "served notes");
   assertStringIncludes(callOutputs(api.turns[2]).get("pml__continue")!, "out.txt");
   assertEquals(ws.read("out.txt"), "over http");

@@ -151,6 +151,7 @@ export class Gateway {
         title: t.id,
         description: t.description,
         inputSchema: t.inputSchema as Tool["inputSchema"],
+        ...("annotations" in t && t.annotations ? { annotations: t.annotations } : {}),
       });
     }
     this.#names = names;

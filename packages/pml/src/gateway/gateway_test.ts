@@ -30,6 +30,23 @@ Deno.test("tools/list: meta tools and the tools of named MCPs, exposed names, sc
   assertEquals(read.inputSchema.required, ["path"]);
 });
 
+Deno.test("tools/list: std tools say whether they only read (readOnlyHint), for clients that run reads side by side", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] },
+  });
+  await using g = await gatewayFor(ws);
+  const { tools } = await g.client.listTools();
+  const hint = (name: string) => tools.find((t) => t.name === name)?.annotations?.readOnlyHint;
+  for (const name of ["read_file", "list_directory", "search_files", "get_file_info"]) {
+    assertEquals(hint(`filesystem__${name}`), true, name);
+  }
+  for (const name of ["filesystem__write_file", "filesystem__move_file", "shell__exec"]) {
+    assertEquals(hint(name), false, name);
+  }
+  // Tools PML does not know the behaviour of carry none (pml:continue answers an approval).
+  assertEquals(tools.find((t) => t.name === "pml__continue")!.annotations, undefined);
+});
+
 Deno.test("tools/call: by exposed name and by tool id", async () => {
   await using ws = tempWorkspace(PERMS);
   ws.write("a.txt", "hello");

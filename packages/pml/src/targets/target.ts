@@ -2,6 +2,7 @@ import type {
   CallToolResult,
   CreateMessageRequestParams,
   CreateMessageResult,
+  Tool,
 } from "../sdk/types.ts";
 import type { ApprovalRequest, Resume } from "../permission/approvals.ts";
 import type { Routing } from "../routing/routing.ts";
@@ -13,6 +14,12 @@ export interface ToolInfo {
   readonly description: string;
   readonly inputSchema: Record<string, unknown>;
   readonly routing: Routing;
+  /**
+   * MCP tool annotations, for tools whose behaviour PML itself knows (its std tools): clients use
+   * `readOnlyHint` to run read-only calls side by side (Claude Code) and to allow them in read-only
+   * modes. A third party's own annotations are not passed on.
+   */
+  readonly annotations?: Tool["annotations"];
 }
 
 /** A resolved call: tool id split into namespace and action, arguments as an object. */

@@ -120,6 +120,7 @@ export class StdTarget implements Target {
           description: meta.description,
           inputSchema: meta.inputSchema,
           routing: this.#routing.routeOf(id),
+          annotations: { readOnlyHint: meta.access === "read" },
         });
       }
     }
