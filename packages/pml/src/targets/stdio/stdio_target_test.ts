@@ -73,6 +73,10 @@ Deno.test("memory: tools listed without starting it; approve → install (progre
   assertStringIncludes(textOf(read), '"name": "pml"');
   assertEquals(asked.length, 1, "an installed dependency of an allowed tool is not asked again");
   assertEquals(pidsWith(ws.dir).length, 1, "one process");
+  // The running server annotates its own tools (`readOnlyHint` on read_graph): a third party's
+  // hints are not passed on to the agent, whose client would act on them.
+  const after = await g.client.listTools();
+  assertEquals(after.tools.find((t) => t.name === "memory__read_graph")!.annotations, undefined);
 });
 
 Deno.test("memory: deny → nothing installed, nothing recorded, nothing started", async () => {
