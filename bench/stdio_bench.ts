@@ -1,7 +1,8 @@
 /**
  * `filesystem:read_file` of a 4 KiB file over stdio: through `pml stdio` vs
  * `@modelcontextprotocol/server-filesystem` called directly, in the same run. Also spawn → first
- * `tools/list`, and resident memory of `pml stdio` with its sandboxes, idle and after 10,000 calls.
+ * `tools/list`, four reads of one agent turn one after another against side by side, and resident
+ * memory of `pml stdio` with its sandboxes, idle and after 10,000 calls.
  * Then a `shell:exec` round trip (in its bubblewrap sandbox, what it detached looked for after each
  * command) vs spawning the same program directly from Deno.
  *
@@ -134,6 +135,22 @@ figure({
 console.log(
   `median overhead of pml: ${((median(lat.pml) - median(lat.direct)) * 1000).toFixed(0)} µs`,
 );
+
+// Four reads of one agent turn, from idle (a pause before each turn): one after another, as a
+// client sends calls it must not overlap, and side by side, as Claude Code sends the calls of tools
+// marked `readOnlyHint` (PML's std reads).
+const turns = { serial: [] as number[], parallel: [] as number[] };
+for (let round = 0; round < 20; round++) {
+  for (const way of round % 2 ? ["serial", "parallel"] as const : ["parallel", "serial"] as const) {
+    await new Promise((r) => setTimeout(r, 250));
+    const t0 = performance.now();
+    if (way === "serial") { for (let i = 0; i < 4; i++) await pml.call(); }
+    else await Promise.all([pml.call(), pml.call(), pml.call(), pml.call()]);
+    turns[way].push(performance.now() - t0);
+  }
+}
+console.log(row("4 reads in one turn, one after another", turns.serial));
+console.log(row("4 reads in one turn, side by side", turns.parallel, turns.serial));
 
 /** Tree RSS and PSS of `pid` 1 s after the calls so far, and its RSS 1 s after 10,000 more. */
 async function memoryOf(pid: number, call: () => Promise<void>) {
