@@ -39,10 +39,15 @@ Deno.test("e2e cloud: local calls stay local; cloud calls carry the key and X-PM
   ws.write("notes.txt", "local notes");
   await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
 
-  const names = (await client.listTools()).tools.map((t) => t.name);
+  const tools = (await client.listTools()).tools;
+  const names = tools.map((t) => t.name);
   for (const n of ["pml__search", "filesystem__read_file", "json__parse", "upstream__echo"]) {
     assert(names.includes(n), `${n} in ${names.join(", ")}`);
   }
+  // PML's search only reads; the cloud's own tools carry no annotations from PML.
+  const annotationsOf = (name: string) => tools.find((t) => t.name === name)!.annotations;
+  assertEquals(annotationsOf("pml__search"), { readOnlyHint: true });
+  assertEquals(annotationsOf("upstream__echo"), undefined);
 
   const before = cloud.seen.length;
   const read = await client.callTool({

@@ -47,6 +47,8 @@ export interface MetaTool {
   readonly id: string;
   readonly description: string;
   readonly inputSchema: Record<string, unknown>;
+  /** As {@link ToolInfo.annotations}: set for a meta tool that only reads (`pml:search`). */
+  readonly annotations?: Tool["annotations"];
   run(args: Record<string, unknown>, channel: CallChannel): Promise<CallToolResult>;
 }
 
@@ -151,7 +153,7 @@ export class Gateway {
         title: t.id,
         description: t.description,
         inputSchema: t.inputSchema as Tool["inputSchema"],
-        ...("annotations" in t && t.annotations ? { annotations: t.annotations } : {}),
+        ...(t.annotations ? { annotations: t.annotations } : {}),
       });
     }
     this.#names = names;

@@ -25,6 +25,8 @@ export function cloudSearchTool(cloud: CloudTarget): MetaTool {
     get inputSchema() {
       return cloud.schemaOf("pml:search") ?? DEFAULT_SCHEMA;
     },
+    // A search changes nothing: clients may run it side by side and without their own approval.
+    annotations: { readOnlyHint: true },
     run: (args, channel) => cloud.callCloud("pml:search", args, channel),
   };
 }
