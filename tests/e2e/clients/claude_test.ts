@@ -271,6 +271,52 @@ Deno.test("claude -p: without --allowedTools, Claude Code's own permission layer
   assertHermetic(api, trap);
 });
 
+/**
+ * Writes `text` into the named pipe `path` once a reader opens it (the write waits for one), giving
+ * up after `seconds`: resolves to true when a reader came.
+ */
+async function feedPipe(path: string, text: string, seconds: number): Promise<boolean> {
+  const out = await new Deno.Command("timeout", {
+    args: [String(seconds), "sh", "-c", 'printf %s "$1" > "$2"', "sh", text, path],
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  return out.success;
+}
+
+Deno.test("claude -p: reads pml marks read-only (readOnlyHint) run side by side: the second is served while the first still waits", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
+  // Two named pipes: reading one waits until something writes into it.
+  for (const name of ["first.pipe", "second.pipe"]) {
+    const made = await new Deno.Command("mkfifo", { args: [join(ws.dir, name)] }).output();
+    assert(made.success, `mkfifo ${name}`);
+  }
+  await using api = startAnthropicApi([
+    {
+      tools: [
+        { name: "mcp__pml__filesystem__read_file", input: { path: "first.pipe" } },
+        { name: "mcp__pml__filesystem__read_file", input: { path: "second.pipe" } },
+      ],
+    },
+    { text: "done" },
+  ]);
+  const running = runClaude({ cwd: ws.dir, home: ws.home, api, trap, mcpServers: pmlStdio(ws) });
+  // The second pipe is read while nothing has been written into the first: the two calls were in
+  // flight together. Called one after the other, the first read would wait (nothing writes into
+  // it yet) and the second would never start.
+  const secondWhileFirstWaits = await feedPipe(join(ws.dir, "second.pipe"), "two", 60);
+  assert(await feedPipe(join(ws.dir, "first.pipe"), "one", 60), "the first read started");
+  // One after the other, the second read starts only now: let it finish, then fail.
+  if (!secondWhileFirstWaits) await feedPipe(join(ws.dir, "second.pipe"), "two", 60);
+  const run = await running;
+  assert(secondWhileFirstWaits, `the second read waited for the first\n${run.why}`);
+  assertRanOk(run, api);
+  const turn = api.turns()[1];
+  assertEquals(toolResults(turn).map((r) => resultText(r)).sort(), ["one", "two"]);
+  assertHermetic(api, trap);
+});
+
 Deno.test("claude -p: pml:execute runs code that calls two local tools", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
