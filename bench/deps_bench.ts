@@ -226,7 +226,8 @@ console.log(`  ${row("direct (SDK client → same server)", viaDirect)}`);
 console.log(
   `  overhead: median +${(median(viaPml) - median(viaDirect)).toFixed(3)} ms (target ≤ +1 ms)`,
 );
-const report = (label: string, t: typeof inProcess) =>
+/** The report line and the table row of one throughput measurement. */
+function reportThroughput(id: string, what: string, label: string, t: typeof inProcess) {
   console.log(
     `  throughput, ${CONCURRENCY} concurrent (${THROUGHPUT_ROUNDS} rounds), ${label}: pml ${
       t.pml.toFixed(0)
@@ -236,29 +237,22 @@ const report = (label: string, t: typeof inProcess) =>
       t.ratios.map((r) => r.toFixed(2)).join(", ")
     }; target ≥ 0.9×)`,
   );
-report("gateway in process", inProcess);
-report("through a spawned pml stdio", viaStdio);
-figure({
-  id: "6-throughput",
-  what: `${CONCURRENCY}-way throughput through a stdio dependency (memory:read_graph) vs direct`,
-  now: `${inProcess.ratio.toFixed(2)}× (${inProcess.pml.toFixed(0)} vs ${
-    inProcess.direct.toFixed(0)
-  } calls/s)`,
-  target: "≥ 0.9×",
-  met: inProcess.ratio >= 0.9,
-  bench: "deps",
-});
-figure({
-  id: "6a-throughput-stdio",
-  what:
-    `${CONCURRENCY}-way throughput through a stdio dependency via a spawned \`pml stdio\` (the agent's path) vs direct`,
-  now: `${viaStdio.ratio.toFixed(2)}× (${viaStdio.pml.toFixed(0)} vs ${
-    viaStdio.direct.toFixed(0)
-  } calls/s)`,
-  target: "≥ 0.9×",
-  met: viaStdio.ratio >= 0.9,
-  bench: "deps",
-});
+  figure({
+    id,
+    what: `${CONCURRENCY}-way throughput through a stdio dependency ${what} vs direct`,
+    now: `${t.ratio.toFixed(2)}× (${t.pml.toFixed(0)} vs ${t.direct.toFixed(0)} calls/s)`,
+    target: "≥ 0.9×",
+    met: t.ratio >= 0.9,
+    bench: "deps",
+  });
+}
+reportThroughput("6-throughput", "(memory:read_graph)", "gateway in process", inProcess);
+reportThroughput(
+  "6a-throughput-stdio",
+  "via a spawned `pml stdio` (the agent's path)",
+  "through a spawned pml stdio",
+  viaStdio,
+);
 console.log(`  ${row("cold start under Deno (spawn → tools/list)", coldDeno, coldNode)}`);
 console.log(`  ${row("cold start node <bin>", coldNode)}`);
 console.log(`  ${row("cold start npx --offline", coldNpx, coldNode)}`);

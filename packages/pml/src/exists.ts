@@ -6,12 +6,7 @@
  * Node compatibility layer before the first `tools/list`, measured in docs/speed.md).
  */
 export function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
+  return statSucceeds(Deno.statSync, path);
 }
 
 /**
@@ -19,8 +14,12 @@ export function exists(path: string): boolean {
  * exists): any error reads as "no".
  */
 export function entryExists(path: string): boolean {
+  return statSucceeds(Deno.lstatSync, path);
+}
+
+function statSucceeds(stat: (path: string) => unknown, path: string): boolean {
   try {
-    Deno.lstatSync(path);
+    stat(path);
     return true;
   } catch {
     return false;
