@@ -17,12 +17,14 @@
 import { join } from "node:path";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StreamableHTTPClientTransport } from "../packages/pml/src/sdk/http_client.ts";
+import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
 import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
 import { startCloud } from "../tests/e2e/_cloud.ts";
 import { spawnServe } from "../tests/e2e/_serve.ts";
 import { connectStdio } from "../tests/e2e/_spawn.ts";
 import { figure, fmtMs, median, ratio, row } from "./_stats.ts";
 
+const RELAY = join(import.meta.dirname!, "_relay.ts");
 const ROUNDS = 300;
 const CLIENTS = 64;
 const PER_CLIENT = 10;
@@ -99,10 +101,26 @@ const apart = await new Deno.Command(Deno.execPath(), {
 }).output();
 if (!apart.success) throw new Error("bench/_direct_client.ts failed");
 const baseApart: number[] = JSON.parse(new TextDecoder().decode(apart.stdout));
+// The floor of any gateway in pml stdio's place: a relay that only parses each JSON-RPC line and
+// posts it to the same endpoint (bench/_relay.ts cloud), driven by the same kind of stdio client.
+const relay = new Client({ name: "bench", version: "1" }, { capabilities: {} });
+await relay.connect(
+  new StdioClientTransport({
+    command: Deno.execPath(),
+    args: ["run", "-A", RELAY, "cloud", `${cloud.url}/mcp`, cloud.key],
+    stderr: "inherit",
+  }),
+);
+const relayed = await timed(
+  ROUNDS,
+  async () => viaCloud(await relay.callTool({ name: "json__parse", arguments: ARGS })),
+);
+await relay.close();
 const reached = cloud.calls().length - before;
 console.log(`json:parse, ${ROUNDS} sequential calls (cloud saw ${reached} tools/call in total)`);
 console.log(row("direct SDK client → pml-server /mcp", base));
 console.log(row("direct SDK client, its own process", baseApart, base));
+console.log(row("relay that only parses messages (floor)", relayed, base));
 console.log(row("pml stdio → CloudTarget → pml-server", pml, base));
 console.log(`  vs the client in its own process: ${ratio(median(pml), median(baseApart))}`);
 console.log(`  added by pml: ${(median(pml) - median(base)).toFixed(2)} ms per call`);
@@ -111,7 +129,9 @@ figure({
   what: "cloud `json:parse` through `pml stdio` vs an SDK client calling `pml-server` directly",
   now: `${ratio(median(pml), median(base))} (${fmtMs(median(pml))} vs ${fmtMs(median(base))}; ${
     ratio(median(pml), median(baseApart))
-  } of a client in its own process, ${fmtMs(median(baseApart))})`,
+  } of a client in its own process, ${
+    fmtMs(median(baseApart))
+  }; a relay that only parses each message, in its place: ${ratio(median(relayed), median(base))})`,
   target: "≤ 1.3×",
   met: median(pml) <= 1.3 * median(base),
   bench: "cloud",
@@ -178,6 +198,27 @@ const cloudVia = await throughput(
   sessions,
   (c) => c.callTool({ name: "json:parse", arguments: ARGS }),
 );
+// The floor of any gateway in pml serve's place: an HTTP relay (bench/_relay.ts http) in front of
+// the same server, which prints its port first.
+const httpRelay = new Deno.Command(Deno.execPath(), {
+  args: ["run", "-A", RELAY, "http", cloud.url],
+  stdout: "piped",
+  stderr: "inherit",
+}).spawn();
+const relayOut = httpRelay.stdout.pipeThrough(new TextDecoderStream()).getReader();
+const relayPort = Number((await relayOut.read()).value?.trim());
+if (!relayPort) throw new Error("bench/_relay.ts http printed no port");
+const viaRelay = await Promise.all(
+  Array.from({ length: CLIENTS }, () => httpClient(`http://127.0.0.1:${relayPort}/mcp`, auth)),
+);
+const cloudRelay = await throughput(
+  viaRelay,
+  (c) => c.callTool({ name: "json__parse", arguments: ARGS }),
+);
+await Promise.all(viaRelay.map((c) => c.close()));
+httpRelay.kill();
+await relayOut.cancel();
+await httpRelay.status;
 console.log(`\npml serve, ${CLIENTS} concurrent sessions × ${PER_CLIENT} calls`);
 console.log(`${"filesystem:read_file (local sandbox)".padEnd(44)} ${local.toFixed(0)} calls/s`);
 console.log(`${"json:parse direct to pml-server".padEnd(44)} ${cloudDirect.toFixed(0)} calls/s`);
@@ -186,13 +227,18 @@ console.log(
     (cloudVia / cloudDirect).toFixed(2)
   }× of direct`,
 );
+console.log(
+  `${"json:parse via an HTTP relay (floor)".padEnd(44)} ${cloudRelay.toFixed(0)} calls/s  ratio ${
+    (cloudRelay / cloudDirect).toFixed(2)
+  }× of direct`,
+);
 figure({
   id: "6b-serve-throughput",
   what:
     `cloud \`json:parse\`, ${CLIENTS} sessions through \`pml serve\` vs direct to \`pml-server\``,
   now: `${ratio(cloudVia, cloudDirect)} (${cloudVia.toFixed(0)} vs ${
     cloudDirect.toFixed(0)
-  } calls/s)`,
+  } calls/s; an HTTP relay in its place: ${ratio(cloudRelay, cloudDirect)})`,
   target: "≥ 0.9×",
   met: cloudVia >= 0.9 * cloudDirect,
   bench: "cloud",

@@ -185,6 +185,20 @@ if (first.isError || (first.structuredContent as { workflow_id?: string })?.work
 const viaStdio = await throughputRounds(callSpawned);
 await spawned.close();
 
+// The floor of any gateway in that place: a relay that only parses and rewrites each message
+// (bench/_relay.ts), between the same client and the same server command.
+const relay = await stdioClient(
+  Deno.execPath(),
+  ["run", "-A", join(import.meta.dirname!, "_relay.ts"), "stdio", spec.command, ...spec.args],
+  { ...spec.env },
+);
+const callRelay = async () => {
+  const r = await relay.callTool({ name: "read_graph", arguments: {} });
+  if (r.isError) throw new Error(`relay: ${JSON.stringify(r.content)}`);
+};
+const viaRelay = await throughputRounds(callRelay);
+await relay.close();
+
 await pml.close();
 await gateway.close();
 await direct.close();
@@ -227,7 +241,13 @@ console.log(
   `  overhead: median +${(median(viaPml) - median(viaDirect)).toFixed(3)} ms (target ≤ +1 ms)`,
 );
 /** The report line and the table row of one throughput measurement. */
-function reportThroughput(id: string, what: string, label: string, t: typeof inProcess) {
+function reportThroughput(
+  id: string,
+  what: string,
+  label: string,
+  t: typeof inProcess,
+  floor?: typeof inProcess,
+) {
   console.log(
     `  throughput, ${CONCURRENCY} concurrent (${THROUGHPUT_ROUNDS} rounds), ${label}: pml ${
       t.pml.toFixed(0)
@@ -240,7 +260,11 @@ function reportThroughput(id: string, what: string, label: string, t: typeof inP
   figure({
     id,
     what: `${CONCURRENCY}-way throughput through a stdio dependency ${what} vs direct`,
-    now: `${t.ratio.toFixed(2)}× (${t.pml.toFixed(0)} vs ${t.direct.toFixed(0)} calls/s)`,
+    now: `${t.ratio.toFixed(2)}× (${t.pml.toFixed(0)} vs ${t.direct.toFixed(0)} calls/s${
+      floor
+        ? `; a relay that only parses each message, in its place: ${floor.ratio.toFixed(2)}×`
+        : ""
+    })`,
     target: "≥ 0.9×",
     met: t.ratio >= 0.9,
     bench: "deps",
@@ -252,6 +276,14 @@ reportThroughput(
   "via a spawned `pml stdio` (the agent's path)",
   "through a spawned pml stdio",
   viaStdio,
+  viaRelay,
+);
+console.log(
+  `  the same, through a relay that only parses each message (bench/_relay.ts stdio): ${
+    viaRelay.ratio.toFixed(2)
+  }× (${viaRelay.pml.toFixed(0)} vs ${viaRelay.direct.toFixed(0)} calls/s; rounds: ${
+    viaRelay.ratios.map((r) => r.toFixed(2)).join(", ")
+  })`,
 );
 console.log(`  ${row("cold start under Deno (spawn → tools/list)", coldDeno, coldNode)}`);
 console.log(`  ${row("cold start node <bin>", coldNode)}`);
