@@ -10,6 +10,7 @@
  */
 import { join } from "node:path";
 import { installPacked } from "../packages/pml/scripts/pack.ts";
+import { LEAN_V8_FLAGS } from "../packages/pml/src/sandbox/sandbox_process.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
 import { figure, fmtMs, median, ratio, row, treePssKb, treeRssKb } from "./_stats.ts";
@@ -164,6 +165,42 @@ async function memoryOf(pid: number, call: () => Promise<void>) {
 
 const mb = (kb: number) => (kb / 1024).toFixed(1);
 
+/**
+ * The floor of the same tree without PML (docs/speed.md, "Floors"): the SDK's `Server` on PML's
+ * stdio transport with the launcher's V8 flags (`bench/_sdk_server.ts`), after its first
+ * `tools/list`, plus an idle Deno process with a std sandbox's V8 flags; RSS summed, 1 s idle.
+ */
+async function memoryFloorKb(): Promise<number> {
+  const launcher = Deno.readTextFileSync(join(ROOT, "bin", "pml"));
+  const stdioFlags = launcher.match(/\*\) v8=(\S+) ;;/)?.[1];
+  if (!stdioFlags) throw new Error("stdio bench: no V8 flags for `pml stdio` found in bin/pml");
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: ["run", "-A", `--v8-flags=${stdioFlags}`, join(ROOT, "bench", "_sdk_server.ts")],
+    cwd: ws,
+    env,
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "bench", version: "1" });
+  await client.connect(transport);
+  await client.listTools();
+  const idle = new Deno.Command(Deno.execPath(), {
+    args: ["eval", `--v8-flags=${LEAN_V8_FLAGS}`, "setInterval(() => {}, 2 ** 30)"],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  await new Promise((r) => setTimeout(r, 1000));
+  const kb = treeRssKb(transport.pid!) + treeRssKb(idle.pid);
+  idle.kill();
+  await idle.status;
+  await client.close();
+  return kb;
+}
+const floorKb = await memoryFloorKb();
+console.log(
+  `RSS floor: the SDK's Server alone plus an idle Deno process: ${mb(floorKb)} MB`,
+);
+
 function memoryFigure(id: string, what: string, m: Awaited<ReturnType<typeof memoryOf>>) {
   const idleMb = m.idleKb / 1024;
   const growthMb = (m.afterKb - m.idleKb) / 1024;
@@ -171,7 +208,9 @@ function memoryFigure(id: string, what: string, m: Awaited<ReturnType<typeof mem
     id,
     what,
     now: `${idleMb.toFixed(1)} MB idle, ${growthMb >= 0 ? "+" : ""}${growthMb.toFixed(1)} MB ` +
-      `after (PSS ${mb(m.idlePssKb)} MB)`,
+      `after (PSS ${mb(m.idlePssKb)} MB; the SDK's Server alone plus an idle Deno: ${
+        mb(floorKb)
+      } MB)`,
     target: "≤ 100 MB, flat (≤ +5 MB)",
     met: idleMb <= 100 && growthMb <= 5,
     bench: "stdio",
