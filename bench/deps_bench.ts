@@ -240,16 +240,10 @@ console.log(`  ${row("direct (SDK client → same server)", viaDirect)}`);
 console.log(
   `  overhead: median +${(median(viaPml) - median(viaDirect)).toFixed(3)} ms (target ≤ +1 ms)`,
 );
-/** The report line and the table row of one throughput measurement. */
-function reportThroughput(
-  id: string,
-  what: string,
-  label: string,
-  t: typeof inProcess,
-  floor?: typeof inProcess,
-) {
+/** The report line of one throughput measurement; `via` names what stood between (pml, relay). */
+function throughputLine(label: string, via: string, t: typeof inProcess) {
   console.log(
-    `  throughput, ${CONCURRENCY} concurrent (${THROUGHPUT_ROUNDS} rounds), ${label}: pml ${
+    `  throughput, ${CONCURRENCY} concurrent (${THROUGHPUT_ROUNDS} rounds), ${label}: ${via} ${
       t.pml.toFixed(0)
     } calls/s, direct ${t.direct.toFixed(0)} calls/s (medians), ratio ${
       t.ratio.toFixed(2)
@@ -257,6 +251,16 @@ function reportThroughput(
       t.ratios.map((r) => r.toFixed(2)).join(", ")
     }; target ≥ 0.9×)`,
   );
+}
+/** The report line and the table row of one throughput measurement through PML. */
+function reportThroughput(
+  id: string,
+  what: string,
+  label: string,
+  t: typeof inProcess,
+  floor?: typeof inProcess,
+) {
+  throughputLine(label, "pml", t);
   figure({
     id,
     what: `${CONCURRENCY}-way throughput through a stdio dependency ${what} vs direct`,
@@ -278,12 +282,10 @@ reportThroughput(
   viaStdio,
   viaRelay,
 );
-console.log(
-  `  the same, through a relay that only parses each message (bench/_relay.ts stdio): ${
-    viaRelay.ratio.toFixed(2)
-  }× (${viaRelay.pml.toFixed(0)} vs ${viaRelay.direct.toFixed(0)} calls/s; rounds: ${
-    viaRelay.ratios.map((r) => r.toFixed(2)).join(", ")
-  })`,
+throughputLine(
+  "through a relay that only parses each message (bench/_relay.ts stdio)",
+  "relay",
+  viaRelay,
 );
 console.log(`  ${row("cold start under Deno (spawn → tools/list)", coldDeno, coldNode)}`);
 console.log(`  ${row("cold start node <bin>", coldNode)}`);
