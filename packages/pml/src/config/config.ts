@@ -4,6 +4,8 @@ import type { Permissions } from "../permission/patterns.ts";
 import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "./defaults.ts";
 import { type PmlFile, PmlFileSchema, type PrivateMcp } from "./schema.ts";
 import { readApiKey } from "./credentials.ts";
+import { within } from "./control_files.ts";
+import { requireSecureUrl } from "./secure_url.ts";
 import { resolveWorkspace, type WorkspaceSource } from "./workspace.ts";
 
 /** The config file name, in the workspace. */
@@ -101,7 +103,8 @@ export function parsePmlFile(
 ): PmlFile {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    // Editors on Windows save "UTF-8 with BOM"; the mark is no JSON, the content is.
+    raw = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text);
   } catch (err) {
     throw new PmlError(
       "CONFIG_INVALID",
@@ -137,6 +140,28 @@ function realOrResolved(base: string, p: string): string {
 }
 
 /**
+ * Refuses a `.pml.json` that is a symbolic link to a file outside the workspace, before reading it:
+ * the file would configure PML from elsewhere, and a parse error would quote its bytes.
+ */
+function refuseOutsideLink(configPath: string, workspace: string): void {
+  let isLink = false;
+  try {
+    isLink = Deno.lstatSync(configPath).isSymlink;
+  } catch { /* no .pml.json */ }
+  if (!isLink) return;
+  let target: string | undefined;
+  try {
+    target = Deno.realPathSync(configPath);
+  } catch { /* dangling: reading it finds nothing */ }
+  if (target === undefined || within(target, workspace)) return;
+  throw new PmlError(
+    "CONFIG_INVALID",
+    `Refusing ${configPath}: it is a symbolic link to "${target}", outside the workspace ` +
+      `"${workspace}" (its content was not read); put the configuration in the workspace itself`,
+  );
+}
+
+/**
  * Loads the configuration: resolves the workspace, reads `.pml.json` if present, applies defaults.
  *
  * @example
@@ -149,6 +174,7 @@ export function loadConfig(
 ): Config {
   const ws = resolveWorkspace(opts);
   const configPath = join(ws.path, CONFIG_FILE);
+  refuseOutsideLink(configPath, ws.path);
   let text: string | undefined;
   try {
     text = Deno.readTextFileSync(configPath);
@@ -163,13 +189,21 @@ export function loadConfig(
   const home = opts.home ?? opts.env.HOME ?? workspace;
   const sandbox = file.sandbox ?? {};
   const pmlHome = opts.env.PML_HOME || join(home, ".pml");
+  const cloudUrl = (opts.env.PML_CLOUD_URL || file.cloudUrl || DEFAULT_CLOUD_URL).replace(
+    /\/+$/,
+    "",
+  );
+  requireSecureUrl(cloudUrl, opts.env.PML_CLOUD_URL ? "PML_CLOUD_URL" : `${configPath}: cloudUrl`);
+  (file.registries ?? []).forEach((url, i) =>
+    requireSecureUrl(url, `${configPath}: registries[${i}]`)
+  );
   return Object.freeze({
     workspace,
     workspaceSource: ws.source,
     workspaceWarning: ws.warning,
     configPath,
     hasConfigFile: text !== undefined,
-    cloudUrl: (opts.env.PML_CLOUD_URL || file.cloudUrl || DEFAULT_CLOUD_URL).replace(/\/+$/, ""),
+    cloudUrl,
     apiKey: opts.env.PML_API_KEY || readApiKey(pmlHome),
     permissions: file.permissions
       ? Object.freeze({

@@ -161,3 +161,69 @@ Deno.test("config: a metadata placeholder outside private_mcps is a clear error,
     /sandbox\.read\[0\]: \$\{packageDir\} is a registry metadata placeholder/,
   );
 });
+
+Deno.test("config: a .pml.json saved with a UTF-8 BOM loads", async () => {
+  await using ws = tempWorkspace();
+  ws.write(".pml.json", "\uFEFF" + JSON.stringify({ permissions: { allow: ["json"] } }));
+  const c = loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir, home: ws.home });
+  assertEquals(c.permissions.allow, ["json"]);
+});
+
+Deno.test("config: a .pml.json linked to a file outside the workspace is refused without its bytes", async () => {
+  await using ws = tempWorkspace();
+  const secret = join(ws.root, "secret.txt");
+  Deno.writeTextFileSync(secret, "TOPSECRET-line-one\nsecond line");
+  Deno.symlinkSync(secret, join(ws.dir, ".pml.json"));
+  const err = assertThrows(() => loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir }));
+  assert(err instanceof PmlError);
+  assertEquals(err.code, "CONFIG_INVALID");
+  assertMatch(err.message, /symbolic link to ".*secret\.txt", outside the workspace/);
+  assert(!err.message.includes("TOPSECRET"), err.message);
+  assert(!JSON.stringify(err.details ?? {}).includes("TOPSECRET"));
+});
+
+Deno.test("config: a .pml.json linked to a file inside the workspace still loads", async () => {
+  await using ws = tempWorkspace();
+  ws.write("config/pml.json", JSON.stringify({ permissions: { deny: ["shell"] } }));
+  Deno.symlinkSync("config/pml.json", join(ws.dir, ".pml.json"));
+  const c = loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir, home: ws.home });
+  assertEquals(c.permissions.deny, ["shell"]);
+});
+
+Deno.test("config: plain http off loopback is refused for cloudUrl, PML_CLOUD_URL and registries", async () => {
+  for (
+    const [file, env, what] of [
+      [{ cloudUrl: "http://pml.example.com" }, {}, "cloudUrl"],
+      [{}, { PML_CLOUD_URL: "http://10.0.0.8:3000" }, "PML_CLOUD_URL"],
+      [{ registries: ["https://a.example", "http://b.example"] }, {}, "registries[1]"],
+      [{ cloudUrl: "http://127.0.0.1.evil.example" }, {}, "cloudUrl"],
+      [{ cloudUrl: "ftp://pml.example.com" }, {}, "cloudUrl"],
+    ] as const
+  ) {
+    await using ws = tempWorkspace(file);
+    const err = assertThrows(() =>
+      loadConfig({ env: { PML_WORKSPACE: ws.dir, ...env }, cwd: ws.dir, home: ws.home })
+    );
+    assert(err instanceof PmlError, String(err));
+    assertEquals(err.code, "CONFIG_INVALID");
+    assert(err.message.includes(what), err.message);
+    assertMatch(err.message, /https/i);
+  }
+});
+
+Deno.test("config: plain http stays allowed on loopback, https anywhere", async () => {
+  for (
+    const url of [
+      "http://127.0.0.1:3000",
+      "http://127.8.9.10",
+      "http://localhost:8080",
+      "http://[::1]:9000",
+      "https://pml.example.com",
+    ]
+  ) {
+    await using ws = tempWorkspace({ cloudUrl: url, registries: [url] });
+    const c = loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir, home: ws.home });
+    assertEquals(c.cloudUrl, url);
+    assertEquals(c.registries, [url]);
+  }
+});

@@ -22,7 +22,8 @@ export function controlFilePaths(workspace: string): string[] {
   return CONTROL_FILES.map((rel) => join(workspace, rel));
 }
 
-function within(path: string, root: string): boolean {
+/** True when `path` is `root` or lies under it (both absolute; `..foo` is a name inside). */
+export function within(path: string, root: string): boolean {
   const rel = relative(root, path);
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }

@@ -37,7 +37,7 @@ export interface TestRegistry {
 }
 
 /** Starts a registry app with an API key created through the server's key API. */
-export async function testRegistry(url = "http://registry.test"): Promise<TestRegistry> {
+export async function testRegistry(url = "https://registry.test"): Promise<TestRegistry> {
   const store = new SqliteStore(":memory:");
   await store.migrate();
   const app = createApp({ store, routing: await loadRoutingTable(ROUTING), cacheTtlMs: 0 });

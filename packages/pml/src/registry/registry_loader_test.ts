@@ -214,8 +214,8 @@ Deno.test("private_mcps override the registry, with a debug line", async () => {
 });
 
 Deno.test("two registries: the first that has the tool wins, in order", async () => {
-  await using a = await testRegistry("http://a.registry.test");
-  await using b = await testRegistry("http://b.registry.test");
+  await using a = await testRegistry("https://a.registry.test");
+  await using b = await testRegistry("https://b.registry.test");
   await a.publish("greet", "hello", `export async function hello() { return "from a"; }`);
   await b.publish("greet", "hello", `export async function hello() { return "from b"; }`);
   await b.publish("greet", "only_b", `export async function only_b() { return "only b"; }`);

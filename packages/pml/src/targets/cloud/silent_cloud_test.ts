@@ -9,7 +9,7 @@ import { assert, assertEquals, assertRejects, assertStringIncludes } from "../..
 import { gatewayFor, type TempWorkspace, tempWorkspace, textOf } from "../../testing/workspace.ts";
 import { CLOUD_TOOLS_CACHE_FILE } from "./tools_cache.ts";
 
-const CLOUD_URL = "http://cloud.test";
+const CLOUD_URL = "https://cloud.test";
 
 /** A fetch that records each request and answers none: it only ends when the caller aborts. */
 function silentCloud() {
@@ -131,7 +131,7 @@ Deno.test("silent cloud with the tool list of an earlier run: tools/list shows t
 
 Deno.test("the tool list of another cloud URL is not used", async () => {
   await using ws = tempWorkspace(PERMS);
-  writeCache(ws, "http://other.test", [PARSE]);
+  writeCache(ws, "https://other.test", [PARSE]);
   const cloud = silentCloud();
   await using g = await withCloud(ws, cloud);
   const { client } = g;
