@@ -4,7 +4,7 @@ import { saveApiKey } from "../config/credentials.ts";
 import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "../config/defaults.ts";
 import { readJsonObject, writeFileAtomic } from "../config/write_json.ts";
 import { PermissionsSchema } from "../config/schema.ts";
-import { resolveWorkspace } from "../config/workspace.ts";
+import { type ResolvedWorkspace, resolveWorkspace } from "../config/workspace.ts";
 import { PmlError } from "../errors.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import type { CliIo } from "./io.ts";
@@ -28,6 +28,8 @@ export interface InitOptions {
   readonly command: string;
   /** The clients whose config files to write (default: Claude Code's `.mcp.json`). */
   readonly clients?: readonly ClientName[];
+  /** `--workspace DIR` (spike, option B): the folder to set up; wins over `PML_WORKSPACE`. */
+  readonly workspace?: string;
 }
 
 /** BYOK variables offered to cloud tools by default (names only; values stay in the environment). */
@@ -58,12 +60,22 @@ async function ask(io: CliIo, question: string): Promise<string> {
   return ((await io.prompt?.(question)) ?? "").trim();
 }
 
+/** The workspace `pml init` sets up: `--workspace DIR` (an existing folder), else as `pml` finds it. */
+function initWorkspace(dir: string | undefined, io: CliIo): ResolvedWorkspace {
+  if (dir === undefined) return resolveWorkspace({ env: io.env, cwd: io.cwd });
+  try {
+    return resolveWorkspace({ env: { PML_WORKSPACE: dir }, cwd: io.cwd });
+  } catch (err) {
+    throw new TypeError((err as Error).message.replace("PML_WORKSPACE", "--workspace"));
+  }
+}
+
 /**
  * `pml init`: writes `.pml.json` (kept if it exists) and adds PML to `.mcp.json` (other servers
  * kept, the old file saved as `.mcp.json.backup`). Safe to re-run: unchanged files are not touched.
  */
 export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
-  const ws = resolveWorkspace({ env: io.env, cwd: io.cwd });
+  const ws = initWorkspace(opts.workspace, io);
   if (ws.warning) io.stderr(ws.warning + "\n");
   const interactive = io.isTerminal && !opts.yes && io.prompt !== undefined;
   const pmlHome = io.env.PML_HOME || join(io.home ?? ws.path, ".pml");

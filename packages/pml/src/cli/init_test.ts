@@ -248,6 +248,45 @@ Deno.test("init: bad flags and a broken .mcp.json are clear errors that change n
   assertEquals(ws.read(".mcp.json"), "{ broken");
 });
 
+Deno.test("init --workspace=DIR and --workspace DIR set up that folder, wherever pml runs", async () => {
+  for (const form of [(d: string) => [`--workspace=${d}`], (d: string) => ["--workspace", d]]) {
+    await using ws = tempWorkspace();
+    await using elsewhere = tempWorkspace();
+    // Run from another project, with PML_WORKSPACE naming it: the flag wins.
+    const { io: cli, err } = io(elsewhere);
+    assertEquals(await runCli(["init", "--yes", ...form(ws.dir)], cli, "pml"), 0, err.join(""));
+    assertEquals(JSON.parse(ws.read(".pml.json")).workspace, ".");
+    assertEquals(JSON.parse(ws.read(".mcp.json")).mcpServers.pml.args, ["stdio"]);
+    assertEquals([...Deno.readDirSync(elsewhere.dir)].map((e) => e.name), [".git"]);
+  }
+});
+
+Deno.test("init --workspace: a missing folder or an empty value is a clear error that writes nothing", async () => {
+  await using ws = tempWorkspace();
+  const missing = io(ws);
+  const nowhere = join(ws.root, "nowhere");
+  assertEquals(await runCli(["init", "--yes", `--workspace=${nowhere}`], missing.io), 2);
+  assertStringIncludes(missing.err.join(""), `--workspace "${nowhere}" does not exist`);
+  const empty = io(ws);
+  assertEquals(await runCli(["init", "--yes", "--workspace="], empty.io), 2);
+  assertStringIncludes(empty.err.join(""), "--workspace must name a folder");
+  assertEquals([...Deno.readDirSync(ws.dir)].map((e) => e.name), [".git"]);
+});
+
+Deno.test("init --cloud-url: plain http off loopback is refused, loopback http is written", async () => {
+  await using ws = tempWorkspace();
+  const bad = io(ws);
+  assertEquals(await runCli(["init", "--yes", "--cloud-url", "http://pml.example.com"], bad.io), 1);
+  assertStringIncludes(bad.err.join(""), "HTTPS is required");
+  assertEquals([...Deno.readDirSync(ws.dir)].map((e) => e.name), [".git"]);
+  const local = io(ws);
+  assertEquals(
+    await runCli(["init", "--yes", "--cloud-url", "http://127.0.0.1:3003"], local.io),
+    0,
+  );
+  assertEquals(JSON.parse(ws.read(".pml.json")).cloudUrl, "http://127.0.0.1:3003");
+});
+
 Deno.test("status: shows workspace, config and permissions", async () => {
   await using ws = tempWorkspace({ permissions: { allow: ["json"], deny: ["shell"] } });
   const s = io(ws);

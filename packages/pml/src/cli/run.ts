@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.ts";
+import { requireSecureUrl } from "../config/secure_url.ts";
 import { errorMessage, isPmlError } from "../errors.ts";
 import { createGateway } from "../gateway/create_gateway.ts";
 import { PML_VERSION } from "../gateway/mcp_server.ts";
@@ -16,8 +17,9 @@ const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
 Usage:
   pml init [--yes] [--client claude|cursor|vscode|gemini|codex|all] [--api-key KEY]
-           [--cloud-url URL] [--transport stdio|http] [--port N]
+           [--cloud-url URL] [--transport stdio|http] [--port N] [--workspace DIR]
                      write .pml.json and add PML to .mcp.json in the workspace
+                     (DIR, else PML_WORKSPACE, else the project around the current folder)
   pml stdio          serve MCP over stdio (what your MCP client runs)
   pml serve [--port N]
                      serve MCP over Streamable HTTP on http://127.0.0.1:PORT/mcp
@@ -48,6 +50,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
             transport: { type: "string", default: "stdio" },
             port: { type: "string" },
             client: { type: "string", multiple: true },
+            workspace: { type: "string" },
           },
         });
         const clients = parseClients(values.client);
@@ -61,6 +64,10 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         if (values["cloud-url"] !== undefined && !URL.canParse(values["cloud-url"])) {
           throw new TypeError(`--cloud-url must be a URL, not "${values["cloud-url"]}"`);
         }
+        if (values["cloud-url"] !== undefined) requireSecureUrl(values["cloud-url"], "--cloud-url");
+        if (values.workspace !== undefined && values.workspace.trim() === "") {
+          throw new TypeError(`--workspace must name a folder, not "${values.workspace}"`);
+        }
         return await runInit({
           yes: values.yes,
           apiKey: values["api-key"],
@@ -69,6 +76,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           port,
           command: launcher,
           clients,
+          workspace: values.workspace,
         }, io);
       }
       case "stdio": {
