@@ -44,9 +44,16 @@ Deno.test("e2e cloud: local calls stay local; cloud calls carry the key and X-PM
   for (const n of ["pml__search", "filesystem__read_file", "json__parse", "upstream__echo"]) {
     assert(names.includes(n), `${n} in ${names.join(", ")}`);
   }
-  // PML's search only reads; the cloud's own tools carry no annotations from PML.
+  // PML's search only reads; the cloud's pure tools carry the hints pml-server states for them
+  // (Codex runs read-only tools without its own approval); an HTTP API tool carries none.
   const annotationsOf = (name: string) => tools.find((t) => t.name === name)!.annotations;
   assertEquals(annotationsOf("pml__search"), { readOnlyHint: true });
+  assertEquals(annotationsOf("json__parse"), {
+    readOnlyHint: true,
+    destructiveHint: false,
+    idempotentHint: true,
+    openWorldHint: false,
+  });
   assertEquals(annotationsOf("upstream__echo"), undefined);
 
   const before = cloud.seen.length;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { callTool, connectClient, mcpTestServer, type ToolResult } from "./mcp_helpers.ts";
 
 interface Listed {
-  tools: { name: string; _meta: Record<string, unknown> }[];
+  tools: { name: string; _meta: Record<string, unknown>; annotations?: Record<string, unknown> }[];
 }
 
 async function withClient(
@@ -52,6 +52,27 @@ Deno.test("tools/list has pml__search, the server std tools and http tools, not 
     const tavily = tools.find((t) => t.name === "tavily__tavily-search")!;
     assert.deepEqual(tavily._meta["pml/envRequired"], ["TAVILY_API_KEY"]);
     assert.equal(tavily._meta["pml/toolId"], "tavily:tavily-search");
+  });
+});
+
+Deno.test("the pure tools (json, math, text, pml__search) are annotated read-only; http and execute are not", async () => {
+  await withClient(async (_call, list) => {
+    const { tools } = await list();
+    const pure = tools.filter((t) =>
+      /^(json|math|text)__/.test(t.name) || t.name === "pml__search"
+    );
+    assert.ok(pure.length >= 10, pure.map((t) => t.name).join(", "));
+    for (const tool of pure) {
+      assert.deepEqual(tool.annotations, {
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      }, tool.name);
+    }
+    for (const name of ["tavily__tavily-search", "pml__execute"]) {
+      assert.equal(tools.find((t) => t.name === name)?.annotations, undefined, name);
+    }
   });
 });
 

@@ -333,6 +333,29 @@ Deno.test("codex exec without an approval flag: a read pml marks read-only runs;
   assertHermetic(api, trap);
 });
 
+Deno.test("codex exec without an approval flag: the cloud's pure tools (json, math) carry readOnlyHint from pml-server and run", async () => {
+  await using trap = startEgressTrap();
+  await using cloud = await startCloud(NO_UPSTREAM);
+  await using ws = tempWorkspace({ permissions: { allow: ["json", "math"], ask: [], deny: [] } });
+  await using api = startResponsesApi([
+    {
+      calls: [
+        { name: "json__parse", args: { text: '{"answer":42}' } },
+        { name: "math__sum", args: { numbers: [2, 3] } },
+      ],
+    },
+    { text: "done" },
+  ]);
+  const cloudEnv = { PML_API_KEY: cloud.key, PML_CLOUD_URL: cloud.url };
+  const run = await runCodex(ws, api, trap, { mode: "default", server: { stdio: cloudEnv } });
+  assertEquals(run.code, 0, run.out);
+  const outputs = callOutputs(api.turns[1]);
+  assertStringIncludes(outputs.get("json__parse")!, "answer");
+  assertStringIncludes(outputs.get("math__sum")!, "5");
+  assertEquals(cloud.calls().map((c) => c.tool).sort(), ["json__parse", "math__sum"]);
+  assertHermetic(api, trap);
+});
+
 Deno.test("codex exec --dangerously-bypass-approvals-and-sandbox: Codex declines PML's elicitation unasked, which PML takes as a no; pml:execute with two local tools", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
@@ -413,7 +436,7 @@ Deno.test("codex exec: a tool denied by .pml.json is not offered; from pml:execu
   assertHermetic(api, trap);
 });
 
-Deno.test("codex exec: a tool id past 64 characters reaches the model as pml shortened it and calls back", async () => {
+Deno.test("codex exec: a tool id past 64 characters reaches the model as pml shortened it (54) and calls back", async () => {
   await using trap = startEgressTrap();
   const ns = "reporting_".repeat(3); // 30 characters
   const action = "summarise_quarterly_sales_by_region_v2"; // 38 characters
@@ -433,8 +456,8 @@ Deno.test("codex exec: a tool id past 64 characters reaches the model as pml sho
   ]);
   const run = await runCodex(ws, api, trap);
   assertEquals(run.code, 0, run.out);
-  assertEquals(offered.length, 64, offered);
-  assertMatch(offered, /^[A-Za-z0-9_-]{64}$/);
+  assertEquals(offered.length, 54, offered);
+  assertMatch(offered, /^[A-Za-z0-9_-]{54}$/);
   assertStringIncludes(callOutputs(api.turns[1]).get(offered)!, "long name ok");
   assertHermetic(api, trap);
 });

@@ -15,9 +15,10 @@ export interface ToolInfo {
   readonly inputSchema: Record<string, unknown>;
   readonly routing: Routing;
   /**
-   * MCP tool annotations, for tools whose behaviour PML itself knows (its std tools): clients use
-   * `readOnlyHint` to run read-only calls side by side (Claude Code) and to allow them in read-only
-   * modes. A third party's own annotations are not passed on.
+   * MCP tool annotations, for tools whose behaviour PML itself knows (its std tools, and the hints
+   * the PML cloud states for the tools it computes): clients use `readOnlyHint` to run read-only
+   * calls side by side (Claude Code) and to allow them in read-only modes (Codex). A third party's
+   * own annotations are not passed on.
    */
   readonly annotations?: Tool["annotations"];
 }

@@ -89,6 +89,7 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
           title: SEARCH_TOOL.id,
           description: SEARCH_TOOL.description,
           inputSchema: SEARCH_TOOL.inputSchema,
+          annotations: PURE_TOOL,
           _meta: meta(SEARCH_TOOL.id, []),
         },
         {
@@ -103,6 +104,7 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
           title: tool.id,
           description: tool.description,
           inputSchema: tool.inputSchema as Tool["inputSchema"],
+          ...(tool.kind === "std" ? { annotations: PURE_TOOL } : {}),
           _meta: meta(tool.id, tool.envRequired),
         })),
       ],
@@ -132,6 +134,21 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   };
   return Object.assign(handler, { close: () => executor.close() });
 }
+
+/**
+ * MCP annotations of the tools this server computes in process (`pml:search` and the std modules
+ * `json`, `math`, `text`: see `call_tool.ts`): they read only their arguments (and the catalog),
+ * change nothing, give the same answer to the same arguments and reach nothing outside. Clients
+ * act on them: Codex lets a read-only tool through without its own approval, Claude Code runs
+ * read-only calls side by side. HTTP API tools (a third party's behaviour) and `pml:execute` get
+ * none.
+ */
+export const PURE_TOOL: NonNullable<Tool["annotations"]> = Object.freeze({
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+});
 
 /** `_meta` of a listed tool: its id, routing and the BYOK variables it needs. */
 function meta(id: string, envRequired: readonly string[]): Record<string, unknown> {

@@ -437,6 +437,23 @@ function toCloudTool(tool: Tool): CloudTool | undefined {
       description: tool.description ?? "",
       inputSchema: tool.inputSchema as Record<string, unknown>,
       routing: "server",
+      ...hintsOf(tool.annotations),
     },
   };
+}
+
+const HINTS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
+
+/**
+ * The behaviour hints the PML cloud states for a tool it lists (it states them for the tools it
+ * computes itself: `json`, `math`, `text`, `pml:search`), booleans only: clients such as Codex let
+ * a read-only tool through without their own approval. PML's permissions still decide every call.
+ */
+function hintsOf(annotations: Tool["annotations"]): Pick<ToolInfo, "annotations"> {
+  const hints: Record<string, boolean> = {};
+  for (const hint of HINTS) {
+    const value = annotations?.[hint];
+    if (typeof value === "boolean") hints[hint] = value;
+  }
+  return Object.keys(hints).length ? { annotations: hints } : {};
 }
