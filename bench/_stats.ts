@@ -53,7 +53,7 @@ function sumOverTree(pid: number, file: string, field: RegExp): number {
   return total;
 }
 
-/** One row of the table `deno task bench` prints at the end (and writes into the README). */
+/** One row of the table `deno task bench` prints at the end (and writes into docs/speed.md). */
 export interface Figure {
   /** Stable key; the table is sorted by it. */
   readonly id: string;

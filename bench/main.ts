@@ -2,15 +2,16 @@
  * `deno task bench`: runs every `bench/*_bench.ts` in turn, each in its own process, prints their
  * reports, then one table of the figures they report (`figure()` in `_stats.ts`), each with its
  * anchor and target. `deno task bench stdio deps` runs only the benches whose names contain a word.
- * `--readme` also writes the table into README.md, between the `bench:begin`/`bench:end` markers
- * (rows of benches not run this time are kept).
+ * `--write` (older name `--readme`) also writes the table into docs/speed.md, between the
+ * `bench:begin`/`bench:end` markers (rows of benches not run this time are kept).
  */
 import { join } from "node:path";
 import { type Figure, FIGURE_PREFIX } from "./_stats.ts";
 
 const dir = import.meta.dirname!;
-const writeReadme = Deno.args.includes("--readme");
-const filters = Deno.args.filter((a) => a !== "--readme");
+const WRITE_FLAGS = ["--write", "--readme"];
+const writeTable = Deno.args.some((a) => WRITE_FLAGS.includes(a));
+const filters = Deno.args.filter((a) => !WRITE_FLAGS.includes(a));
 const files = [...Deno.readDirSync(dir)]
   .map((e) => e.name)
   .filter((n) => n.endsWith("_bench.ts"))
@@ -54,10 +55,10 @@ for (const file of files) {
 
 const table = markdownTable(figures);
 console.log(`\n=== figures (${new Date().toISOString().slice(0, 10)}) ===\n${table}`);
-if (writeReadme) {
-  const readme = join(dir, "..", "README.md");
-  Deno.writeTextFileSync(readme, withFigures(Deno.readTextFileSync(readme), figures));
-  console.log("README.md: figures written");
+if (writeTable) {
+  const page = join(dir, "..", "docs", "speed.md");
+  Deno.writeTextFileSync(page, withFigures(Deno.readTextFileSync(page), figures));
+  console.log("docs/speed.md: figures written");
 }
 Deno.exit(failed ? 1 : 0);
 
@@ -76,19 +77,20 @@ function markdownTable(rows: Figure[]): string {
 }
 
 /**
- * The README with its figures table replaced: the rows of `rows` and, for benches not run, the rows
- * it had (kept as JSON in a comment after the table, so that they can be redrawn).
+ * docs/speed.md with its figures table replaced: the rows of `rows` and, for benches not run, the
+ * rows it had (kept as JSON in a comment after the table, so that they can be redrawn).
  */
-function withFigures(readme: string, rows: Figure[]): string {
+function withFigures(page: string, rows: Figure[]): string {
   const begin = "<!-- bench:begin -->";
   const end = "<!-- bench:end -->";
-  const from = readme.indexOf(begin);
-  const to = readme.indexOf(end);
-  if (from < 0 || to < from) throw new Error(`README.md has no ${begin} … ${end} block`);
-  const old = readme.slice(from, to).match(/<!-- figures (.*) -->/)?.[1];
+  // The markers on lines of their own (the page also names them in its prose).
+  const from = page.indexOf(`\n${begin}\n`) + 1;
+  const to = page.indexOf(`\n${end}\n`) + 1;
+  if (from <= 0 || to < from) throw new Error(`docs/speed.md has no ${begin} … ${end} block`);
+  const old = page.slice(from, to).match(/<!-- figures (.*) -->/)?.[1];
   const ran = new Set(rows.map((f) => f.bench));
   const kept = (old ? JSON.parse(old) as Figure[] : []).filter((f) => !ran.has(f.bench));
   const all = [...kept, ...rows].sort((a, b) => a.id.localeCompare(b.id));
   const block = `${begin}\n\n${markdownTable(all)}\n\n<!-- figures ${JSON.stringify(all)} -->\n`;
-  return readme.slice(0, from) + block + readme.slice(to);
+  return page.slice(0, from) + block + page.slice(to);
 }

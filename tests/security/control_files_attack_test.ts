@@ -25,6 +25,8 @@ const CONTROL = [
   ".vscode/mcp.json",
   ".gemini/settings.json",
   ".codex/config.toml",
+  "opencode.json",
+  ".qwen/settings.json",
 ];
 
 /** Spellings of each control path an attacker would try. */
@@ -75,7 +77,17 @@ Deno.test("attack control_files: allowed filesystem tools cannot write, move, ed
     arguments: { path: "src/hard.json", content: "" },
   });
   for (
-    const dir of [".pml", ".pml/", ".vscode", ".cursor", ".gemini", ".codex", ".", "src/state"]
+    const dir of [
+      ".pml",
+      ".pml/",
+      ".vscode",
+      ".cursor",
+      ".gemini",
+      ".codex",
+      ".qwen",
+      ".",
+      "src/state",
+    ]
   ) {
     attempts.push({
       name: "filesystem__move_file",

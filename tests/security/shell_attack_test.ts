@@ -147,6 +147,8 @@ Deno.test("attack control_files via shell: read-only binds, and created ones are
     "mkdir -p .gemini && echo '{}' > .gemini/settings.json",
     "mkdir -p .codex && echo x > .codex/config.toml",
     "mkdir -p .cursor && echo '{}' > .cursor/mcp.json",
+    "echo '{}' > opencode.json",
+    "mkdir -p .qwen && echo '{}' > .qwen/settings.json",
     "chmod 777 .pml.json",
     "touch -d 2000-01-01 .pml.json",
   ];
@@ -160,6 +162,8 @@ Deno.test("attack control_files via shell: read-only binds, and created ones are
       ".gemini/settings.json",
       ".codex/config.toml",
       ".cursor/mcp.json",
+      "opencode.json",
+      ".qwen/settings.json",
     ]
   ) {
     assert(!(await Deno.stat(join(ws.dir, f)).catch(() => false)), `${f} was left behind`);

@@ -10,12 +10,26 @@
  * - Gemini CLI reads `.gemini/settings.json` (`mcpServers`; `httpUrl` for Streamable HTTP) and
  *   keeps variables that look like secrets from MCP servers unless the entry's `env` names them.
  * - Codex reads TOML (`[mcp_servers.pml]`, `env_vars` to pass variables through).
+ * - opencode reads `opencode.json` in the project (`mcp`, each entry `"type": "local"` with the
+ *   command as one array, or `"type": "remote"` with a `url`) and starts local servers in the
+ *   project folder with its own environment.
+ * - Qwen Code reads `.qwen/settings.json` (`mcpServers`, Gemini CLI's syntax: `httpUrl` for
+ *   Streamable HTTP) and asks before every MCP call unless the entry says `"trust": true`: PML's
+ *   own permissions then decide, as they do for every other client.
  *
  * @module
  */
 
 /** The clients `pml init --client` knows. */
-export const CLIENTS = ["claude", "cursor", "vscode", "gemini", "codex"] as const;
+export const CLIENTS = [
+  "claude",
+  "cursor",
+  "vscode",
+  "gemini",
+  "codex",
+  "opencode",
+  "qwen",
+] as const;
 export type ClientName = typeof CLIENTS[number];
 
 /** What every entry is made from. */
@@ -33,7 +47,7 @@ export interface JsonClientConfig {
   readonly client: Exclude<ClientName, "codex">;
   /** Relative to the workspace. */
   readonly file: string;
-  readonly key: "mcpServers" | "servers";
+  readonly key: "mcpServers" | "servers" | "mcp";
   readonly entry: Record<string, unknown>;
 }
 
@@ -84,6 +98,50 @@ export function jsonClientConfig(
           ...(input.byokEnv.length ? { env: passThrough(input, (v) => `\${${v}}`) } : {}),
         },
       };
+    case "opencode":
+      return {
+        client,
+        file: "opencode.json",
+        key: "mcp",
+        entry: http
+          ? { type: "remote", url: url(input.port), enabled: true }
+          : { type: "local", command: [input.command, "stdio"], enabled: true },
+      };
+    case "qwen":
+      return {
+        client,
+        file: ".qwen/settings.json",
+        key: "mcpServers",
+        entry: http ? { httpUrl: url(input.port), trust: true } : { ...stdio, trust: true },
+      };
+  }
+}
+
+/**
+ * What a client needs beyond its entry before PML's tools reach the model, printed by `pml init`
+ * (docs/clients.md has the measurements behind each line).
+ */
+export function trustNote(client: ClientName): string | undefined {
+  switch (client) {
+    case "claude":
+      return "Claude Code: approve the project's pml server once in an interactive claude " +
+        "session; headless runs need --allowedTools mcp__pml (PML's .pml.json then decides)";
+    case "codex":
+      return "Codex: the project's .codex/config.toml is read only in a trusted project " +
+        '([projects."<dir>"] trust_level = "trusted" in ~/.codex/config.toml)';
+    case "gemini":
+      return 'Gemini CLI: headless runs offer PML\'s tools only with "trust": true on the pml ' +
+        "entry or --yolo; GEMINI_CLI_TRUST_WORKSPACE=true (or --skip-trust) for the project's " +
+        "settings";
+    case "opencode":
+      return 'opencode: runs MCP tools without asking unless its "permission" says otherwise; ' +
+        'a rule "pml_*": "allow" there keeps every PML tool to PML\'s own .pml.json';
+    case "qwen":
+      return 'Qwen Code: the entry says "trust": true, so Qwen does not ask before PML\'s tools ' +
+        "and PML's .pml.json decides allow, ask and deny (shell, writes and installs still wait " +
+        "for you); remove it to have Qwen ask as well";
+    default:
+      return undefined;
   }
 }
 

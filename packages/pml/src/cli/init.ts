@@ -14,6 +14,7 @@ import {
   type EntryInput,
   type JsonClientConfig,
   jsonClientConfig,
+  trustNote,
   withCodexTable,
 } from "./client_configs.ts";
 
@@ -130,6 +131,8 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
     } else {
       await writeJsonConfig(ws.path, jsonClientConfig(client, input), io, interactive);
     }
+    const note = trustNote(client);
+    if (note) io.stdout(`  ${note}\n`);
   }
   if (opts.transport === "http") {
     io.stdout(

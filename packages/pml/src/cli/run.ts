@@ -7,37 +7,63 @@ import { PML_VERSION } from "../gateway/mcp_server.ts";
 import { serveServerOverStdio, serveStdio } from "../ingress/stdio.ts";
 import { createConfigErrorServer } from "../gateway/config_error_server.ts";
 import { runInit } from "./init.ts";
-import { parseClients } from "./client_configs.ts";
+import { CLIENTS, parseClients } from "./client_configs.ts";
 import type { CliIo } from "./io.ts";
 import { runServe } from "./serve.ts";
 import { runStatus } from "./status.ts";
 import { runApprovals, runDecide } from "./approvals.ts";
 
+/** The usage of each command, as `pml <command> --help` prints it. */
+const USAGE: Record<string, string> = {
+  init: `  pml init [--yes] [--client NAME[,NAME…]] [--api-key KEY] [--cloud-url URL]
+           [--transport stdio|http] [--port N] [--workspace DIR]
+                     write .pml.json and add PML to each client's config in the workspace
+                     (DIR, else PML_WORKSPACE, else the project around the current folder);
+                     NAME: ${CLIENTS.join(", ")} or all
+                     (default: claude)
+`,
+  stdio: `  pml stdio          serve MCP over stdio (what your MCP client runs)
+`,
+  serve: `  pml serve [--port N]
+                     serve MCP over Streamable HTTP on http://127.0.0.1:PORT/mcp
+`,
+  status: `  pml status [--json]
+                     show workspace, config, cloud mode and permissions
+`,
+  approvals: `  pml approvals [--json]
+                     list the approvals waiting for a human in this workspace
+`,
+  approve: `  pml approve ID|--all [--always]
+  pml deny ID|--all  decide them (the agent gets the result with pml__continue)
+`,
+};
+USAGE.deny = USAGE.approve;
+
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
 Usage:
-  pml init [--yes] [--client claude|cursor|vscode|gemini|codex|all] [--api-key KEY]
-           [--cloud-url URL] [--transport stdio|http] [--port N] [--workspace DIR]
-                     write .pml.json and add PML to .mcp.json in the workspace
-                     (DIR, else PML_WORKSPACE, else the project around the current folder)
-  pml stdio          serve MCP over stdio (what your MCP client runs)
-  pml serve [--port N]
-                     serve MCP over Streamable HTTP on http://127.0.0.1:PORT/mcp
-  pml status [--json]
-                     show workspace, config, cloud mode and permissions
-  pml approvals [--json]
-                     list the approvals waiting for a human in this workspace
-  pml approve ID|--all [--always]
-  pml deny ID|--all  decide them (the agent gets the result with pml__continue)
-  pml help | --help  this text
+${USAGE.init}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}  pml help | --help  this text (pml <command> --help: that command's)
   pml version
 
 Environment: PML_WORKSPACE (workspace folder), PML_API_KEY (cloud mode), PML_CLOUD_URL, PML_HOME.
 `;
 
+/** True when `args` ask for help (`--help` or `-h`) rather than to run the command. */
+function asksHelp(args: readonly string[]): boolean {
+  return args.some((a) => a === "--help" || a === "-h");
+}
+
 /** Runs the CLI; the only place that turns errors into exit codes. */
 export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== undefined && Object.hasOwn(USAGE, command) && asksHelp(rest)) {
+    io.stdout(
+      `Usage:\n${
+        USAGE[command]
+      }\nEnvironment: PML_WORKSPACE, PML_API_KEY, PML_CLOUD_URL, PML_HOME.\n`,
+    );
+    return 0;
+  }
   try {
     switch (command) {
       case "init": {

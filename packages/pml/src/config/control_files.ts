@@ -15,6 +15,8 @@ export const CONTROL_FILES: readonly string[] = [
   ".vscode/mcp.json",
   ".gemini/settings.json",
   ".codex/config.toml",
+  "opencode.json",
+  ".qwen/settings.json",
 ];
 
 /** Absolute paths of the control files of `workspace` (whether or not they exist). */
