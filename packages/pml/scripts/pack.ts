@@ -18,7 +18,13 @@ const PKG = resolve(import.meta.dirname!, "..");
 const ROOT = join(PKG, "..", "..");
 
 /** npm packages the bundle imports (or runs on); their versions come from the root package.json. */
-const RUNTIME_DEPENDENCIES = ["@babel/parser", "@modelcontextprotocol/sdk", "deno", "zod"];
+const RUNTIME_DEPENDENCIES = [
+  "@babel/parser",
+  "@modelcontextprotocol/sdk",
+  "deno",
+  "smol-toml",
+  "zod",
+];
 
 /** What `npm pack` reports of the tarball. */
 export interface PackedPackage {

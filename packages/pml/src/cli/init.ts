@@ -8,6 +8,8 @@ import { type ResolvedWorkspace, resolveWorkspace } from "../config/workspace.ts
 import { PmlError } from "../errors.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import type { CliIo } from "./io.ts";
+import { clientServers } from "../import/find_servers.ts";
+import { runImport } from "./import.ts";
 import {
   type ClientName,
   codexToml,
@@ -149,7 +151,29 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
     io.stdout("No API key: local-only mode (cloud tools need PML_API_KEY)\n");
   }
   io.stdout(`Workspace: ${ws.path}\n`);
-  return 0;
+  return await offerImport(ws.path, io, interactive);
+}
+
+/**
+ * When the agents' configurations hold MCP servers of their own, offers to bring them behind PML
+ * (`pml import`, which shows each one and asks again before writing). Without a terminal: says how.
+ */
+async function offerImport(workspace: string, io: CliIo, interactive: boolean): Promise<number> {
+  const found = await clientServers({ workspace, home: io.home });
+  if (!found.length) return 0;
+  const names = [...new Set(found.map((e) => e.name))];
+  io.stdout(
+    `Your agents run ${names.length} MCP server(s) of their own: ${names.join(", ")}\n`,
+  );
+  if (!interactive) {
+    io.stdout("Run `pml import` to bring them behind PML (pinned, sandboxed, asked)\n");
+    return 0;
+  }
+  if (!/^y(es)?$/i.test(await ask(io, "Review and import them into PML now? [y/N]"))) {
+    io.stdout("Later: `pml import`\n");
+    return 0;
+  }
+  return await runImport({ yes: false, move: false }, io);
 }
 
 /** Adds pml's entry to one client's JSON config, keeping everything else; asks before changing. */

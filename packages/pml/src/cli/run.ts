@@ -8,6 +8,8 @@ import { serveServerOverStdio, serveStdio } from "../ingress/stdio.ts";
 import { createConfigErrorServer } from "../gateway/config_error_server.ts";
 import { runInit } from "./init.ts";
 import { CLIENTS, parseClients } from "./client_configs.ts";
+import { runImport } from "./import.ts";
+import { IMPORT_CLIENTS, type ImportClient } from "../import/client_files.ts";
 import type { CliIo } from "./io.ts";
 import { runServe } from "./serve.ts";
 import { runStatus } from "./status.ts";
@@ -21,6 +23,10 @@ const USAGE: Record<string, string> = {
                      (DIR, else PML_WORKSPACE, else the project around the current folder);
                      NAME: ${CLIENTS.join(", ")} or all
                      (default: claude)
+`,
+  import: `  pml import [--from claude|cursor|vscode|gemini|codex|opencode|qwen|PATH] [--yes]
+             [--move]
+                     bring the MCP servers your agents run (or a server.json) behind PML
 `,
   stdio: `  pml stdio          serve MCP over stdio (what your MCP client runs)
 `,
@@ -42,7 +48,7 @@ USAGE.deny = USAGE.approve;
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
 Usage:
-${USAGE.init}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}  pml help | --help  this text (pml <command> --help: that command's)
+${USAGE.init}${USAGE.import}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}  pml help | --help  this text (pml <command> --help: that command's)
   pml version
 
 Environment: PML_WORKSPACE (workspace folder), PML_API_KEY (cloud mode), PML_CLOUD_URL, PML_HOME.
@@ -104,6 +110,27 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           clients,
           workspace: values.workspace,
         }, io);
+      }
+      case "import": {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            from: { type: "string" },
+            yes: { type: "boolean", short: "y", default: false },
+            move: { type: "boolean", default: false },
+          },
+        });
+        if (positionals.length > 1 || (positionals.length && values.from !== undefined)) {
+          throw new TypeError(`pml import takes one source: --from CLIENT, --from PATH or PATH`);
+        }
+        const source = values.from ?? positionals[0];
+        const from = source === undefined
+          ? undefined
+          : (IMPORT_CLIENTS as readonly string[]).includes(source)
+          ? { client: source as ImportClient }
+          : { path: source };
+        return await runImport({ from, yes: values.yes, move: values.move }, io);
       }
       case "stdio": {
         parseArgs({ args: rest, options: {} });

@@ -38,7 +38,10 @@ export const PrivateMcpSchema = z.object({
     net: z.array(netHost).default([]),
     env: z.array(z.string()).default([]),
   }).partial().optional(),
+  /** http: the remote server, how to speak to it, and headers (`{NAME}` = a variable's value). */
   proxyTo: z.string().optional(),
+  transport: z.enum(["streamable-http", "sse"]).optional(),
+  headers: z.record(z.string(), z.string()).optional(),
   envRequired: z.array(z.string()).optional(),
   tools: z.array(z.unknown()).optional(),
   tools_used: z.array(z.string()).optional(),

@@ -193,7 +193,7 @@ function pickBin(name: string, bins: Record<string, string>): string | undefined
 }
 
 /** npm's environment: what it needs to find its cache and config, none of the user's secrets. */
-function npmEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+export function npmEnv(env: Readonly<Record<string, string>>): Record<string, string> {
   const keep = (k: string) =>
     [
       "PATH",

@@ -1,0 +1,168 @@
+/**
+ * `pml import [--from CLIENT|PATH] [--yes] [--move]`: brings the MCP servers the user's agents
+ * already run behind PML (docs/import.md). Shows each server (kind, command, package, names of its
+ * environment variables, never values), asks on the terminal (or `--yes`), writes them as
+ * `private_mcps` of `.pml.json` (a human's decision: the file stays trusted), and with `--move`
+ * removes them from the client's file (kept as `<file>.backup`) so the agent reaches them only
+ * through PML.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { CONFIG_FILE } from "../config/config.ts";
+import { readJsonObject, writeHumanConfig } from "../config/write_json.ts";
+import { resolveWorkspace } from "../config/workspace.ts";
+import { type NpmResolver, NpmViewResolver } from "../deps/npm_resolver.ts";
+import { PmlError } from "../errors.ts";
+import { objectOf } from "../import/client_entry.ts";
+import { removeFromClientFile } from "../import/client_files.ts";
+import { findServers, type ImportFrom, shortPath } from "../import/find_servers.ts";
+import type { ImportedServer } from "../import/to_private_mcp.ts";
+import { STD_MODULES } from "../targets/std/std_target.ts";
+import type { CliIo } from "./io.ts";
+
+/** Options of `pml import`. */
+export interface ImportOptions {
+  readonly from?: ImportFrom;
+  readonly yes: boolean;
+  readonly move: boolean;
+  /** Injectable for tests (default: `npm view`). */
+  readonly resolver?: NpmResolver;
+}
+
+/** Namespaces an imported server never takes (PML's own tools). */
+const RESERVED = new Set(["pml", ...Object.keys(STD_MODULES)]);
+
+/** How one server is shown before the question. */
+export function describeServer(s: ImportedServer, where: string): string {
+  const mcp = s.mcp as {
+    install?: { command: string; args: string[] };
+    proxyTo?: string;
+    transport?: string;
+    headers?: Record<string, string>;
+    permissions?: { read?: string[]; write?: string[] };
+  };
+  const lines = [`${s.name}  (from ${where}, "${s.entry.name}")`];
+  if (s.kind === "npm" && s.package) {
+    lines.push(
+      `  kind:     npm package, pinned: ${s.package.name}@${s.package.version} (${
+        s.package.integrity.slice(0, 23)
+      }…)`,
+      `  runs:     under Deno in the OS sandbox; network only while PML installs it`,
+    );
+  } else if (s.kind === "command") {
+    lines.push(`  kind:     raw command, runs in the OS sandbox (nothing pinned but the command)`);
+  } else {
+    lines.push(`  kind:     remote ${mcp.transport} server, proxied by pml: ${mcp.proxyTo}`);
+  }
+  if (mcp.install) {
+    lines.push(`  command:  ${[mcp.install.command, ...mcp.install.args].join(" ")}`);
+  }
+  if (mcp.headers) lines.push(`  headers:  ${Object.keys(mcp.headers).join(", ")}`);
+  if (s.envNames.length) lines.push(`  env:      ${s.envNames.join(", ")} (names only)`);
+  const grants = [
+    ...(mcp.permissions?.read ?? []).map((p) => `reads ${p}`),
+    ...(mcp.permissions?.write ?? []).map((p) => `writes ${p}`),
+  ];
+  if (grants.length) lines.push(`  grants:   ${grants.join(", ")}`);
+  for (const n of s.notes) lines.push(`  note:     ${n}`);
+  return lines.join("\n");
+}
+
+/** See the module documentation. Returns the exit code. */
+export async function runImport(opts: ImportOptions, io: CliIo): Promise<number> {
+  const ws = resolveWorkspace({ env: io.env, cwd: io.cwd });
+  if (ws.warning) io.stderr(ws.warning + "\n");
+  const workspace = ws.path;
+  const configPath = join(workspace, CONFIG_FILE);
+  const current = await readJsonObject(configPath).catch((err) => {
+    throw new PmlError("CONFIG_INVALID", `Cannot update ${configPath}: ${(err as Error).message}`);
+  });
+  const privateMcps = objectOf(current?.private_mcps) ?? {};
+  const ctx = { workspace, home: io.home };
+  const found = await findServers(opts.from, {
+    ...ctx,
+    cwd: io.cwd,
+    resolver: opts.resolver ?? new NpmViewResolver({ env: io.env }),
+    existing: new Set(Object.keys(privateMcps)),
+    reserved: RESERVED,
+  });
+  for (const { entry, reason } of found.skipped) {
+    io.stdout(`Skipped "${entry.name}" (${shortPath(entry.file, ctx)}): ${reason}\n`);
+  }
+  for (const m of found.missing) {
+    io.stdout(`Note: the server.json leaves ${m} open; add it to the entry in ${CONFIG_FILE}\n`);
+  }
+  if (!found.servers.length) {
+    io.stdout("No MCP server to import.\n");
+    return found.skipped.some((s) => s.failed) ? 1 : 0;
+  }
+  io.stdout(`Found ${found.servers.length} MCP server(s) to bring behind PML:\n\n`);
+  for (const s of found.servers) {
+    io.stdout(describeServer(s, shortPath(s.entry.file, ctx)) + "\n\n");
+  }
+  if (!opts.yes) {
+    if (!io.isTerminal || !io.prompt) {
+      throw new PmlError(
+        "IMPORT_NOT_CONFIRMED",
+        "pml import needs your confirmation: run it in a terminal, or with --yes",
+      );
+    }
+    const what = opts.move ? `and remove them from the client files (backups kept)` : "";
+    const answer = ((await io.prompt(`Write them to ${configPath} ${what}? [y/N]`)) ?? "").trim();
+    if (!/^y(es)?$/i.test(answer)) {
+      io.stdout("Nothing written.\n");
+      return 0;
+    }
+  }
+  const next = {
+    ...(current ?? { workspace: "." }),
+    private_mcps: {
+      ...privateMcps,
+      ...Object.fromEntries(found.servers.map((s) => [s.name, s.mcp])),
+    },
+  };
+  await writeHumanConfig(configPath, JSON.stringify(next, null, 2) + "\n");
+  io.stdout(`Wrote ${found.servers.map((s) => s.name).join(", ")} to ${configPath}\n`);
+
+  const unset = new Set<string>();
+  if (opts.move) {
+    for (const file of found.files) {
+      const moved = found.servers.filter((s) =>
+        s.entry.file === file.path &&
+        s.entry.client === file.client
+      );
+      if (!moved.length) continue;
+      const values = Object.assign({}, ...moved.map((s) => s.values));
+      const { envMoved } = await removeFromClientFile(
+        file,
+        moved.map((s) => s.entry.name),
+        values,
+      );
+      io.stdout(
+        `Removed ${moved.map((s) => `"${s.entry.name}"`).join(", ")} from ${file.path} ` +
+          `(the previous file is ${file.path}.backup)\n`,
+      );
+      if (envMoved) {
+        io.stdout(
+          `Moved their variables (${Object.keys(values).join(", ")}) into its "pml" entry's env\n`,
+        );
+      } else for (const k of Object.keys(values)) unset.add(k);
+    }
+  } else {
+    for (const s of found.servers) for (const k of Object.keys(s.values)) unset.add(k);
+  }
+  const needed = [...new Set(found.servers.flatMap((s) => s.envNames))].filter((n) => !io.env[n]);
+  for (const n of unset) if (!needed.includes(n)) needed.push(n);
+  if (needed.length) {
+    io.stdout(
+      `Set ${needed.join(", ")} in the environment pml runs in (the "env" of its entry in your ` +
+        `client's configuration); ${CONFIG_FILE} keeps only their names\n`,
+    );
+  }
+  io.stdout(
+    `Their tools are read from each server on its first start and pinned in .pml/mcp.lock; ` +
+      `calls are asked unless "permissions.allow" names them (e.g. "${found.servers[0].name}")\n`,
+  );
+  return found.skipped.some((s) => s.failed) ? 1 : 0;
+}
