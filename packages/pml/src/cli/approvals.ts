@@ -19,9 +19,9 @@ export async function runApprovals(config: Config, io: CliIo, json: boolean): Pr
     const args = JSON.stringify(a.context.arguments ?? {});
     const state = a.decided ? `decided: ${a.decided.decision}` : `waiting (${a.mode})`;
     io.stdout(
-      `${a.id}  ${String(a.context.tool ?? a.type)}  ${state}\n  ${a.description}\n  arguments: ${
-        args.length > 300 ? args.slice(0, 300) + "…" : args
-      }\n`,
+      `${a.id}  ${String(a.context.tool ?? a.type)}  ${state}\n  ${a.description}\n${
+        a.forHuman ? `  ${a.forHuman.description.replaceAll("\n", "\n  ")}\n` : ""
+      }  arguments: ${args.length > 300 ? args.slice(0, 300) + "…" : args}\n`,
     );
   }
   return 0;

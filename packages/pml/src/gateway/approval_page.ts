@@ -236,6 +236,11 @@ function card(
 ${details.join("\n")}
 ${field("Where it runs", "where", esc(where))}
 ${field("Why it is asked", "why", esc(why ? `${a.description} ${why}` : a.description))}
+${
+    a.forHuman
+      ? field("What changed", "difference", `<pre>${esc(clip(a.forHuman.description))}</pre>`)
+      : ""
+  }
 ${field("Arguments", "arguments", `<pre>${esc(clip(JSON.stringify(args, null, 2)))}</pre>`)}
 ${field("Expires", "expires", esc(new Date(a.expiresAt).toISOString()))}
 </dl>

@@ -38,12 +38,17 @@ function samplingEnv(config: Config): Record<string, string> {
 /** What a human decides by default: shell, writes and installs (docs/approvals.md). */
 const HUMAN_BY_DEFAULT: ReadonlySet<string> = new Set([...FILESYSTEM_WRITE_TOOLS, "shell:exec"]);
 
-/** Who decides `request` under the `.pml.json` `approvals` setting. */
+/**
+ * Who decides `request` under the `.pml.json` `approvals` setting (DESIGN §13 "Who decides"): by
+ * default a human decides installs, shell, writes and every `integrity` approval (a changed
+ * definition, grant, command or proxy target, a tool that appeared after pinning).
+ */
 export function approvalMode(
   setting: Config["approvals"],
   request: ApprovalRequest,
 ): ApprovalMode {
   if (setting) return setting;
+  if (request.type === "integrity") return "human";
   if (request.type === "dependency" || request.context.dependency !== undefined) return "human";
   const tool = request.context.tool;
   return request.type === "tool_permission" && typeof tool === "string" &&

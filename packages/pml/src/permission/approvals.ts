@@ -12,11 +12,23 @@ export type ApprovalType =
 /** The human's answer. */
 export type ApprovalDecision = "yes" | "always" | "no";
 
-/** A question for the human. */
+/** A question for the human. `description` and `context` are what the agent may see too. */
 export interface ApprovalRequest {
   readonly type: ApprovalType;
   readonly description: string;
   readonly context: Record<string, unknown>;
+  /**
+   * What only the human's channels show (the approval page, `pml approvals`): for an `integrity`
+   * approval, the new description and schema text, which may carry instructions meant for the
+   * agent. Never put into a result, an elicitation or `tools/list`.
+   */
+  readonly forHuman?: HumanDetail;
+}
+
+/** The part of an approval only a human's channel shows (see {@link ApprovalRequest.forHuman}). */
+export interface HumanDetail {
+  readonly description: string;
+  readonly context?: Record<string, unknown>;
 }
 
 /**
@@ -134,11 +146,14 @@ export class Approvals {
 
   /**
    * Asks `request`; `resume` produces the result once someone has decided. With `via.elicit` the
-   * human is asked inside the call; when that ends without a decision (or there is no elicitation),
+   * human is asked inside the call (unless the request has a `forHuman` part); when that ends without a decision (or there is no elicitation),
    * the call returns `approval_required` and waits for `pml:continue` from `via.session`.
    */
   async ask(request: ApprovalRequest, resume: Resume, via: AskVia = {}): Promise<CallToolResult> {
-    if (via.elicit) {
+    // A question with a part only the human may read (a changed definition's new text) is not
+    // elicited: a client may show an elicitation to its agent, and the human needs the difference,
+    // which only the page and `pml approvals` show.
+    if (via.elicit && !request.forHuman) {
       let decision: ApprovalDecision | undefined;
       try {
         decision = await via.elicit(request);

@@ -23,6 +23,11 @@ export interface ToolDefinition {
   readonly name: string;
   readonly description: string;
   readonly inputSchema: Record<string, unknown>;
+  /**
+   * The MCP annotations (`readOnlyHint`, …). Part of the pinned definition when present; a
+   * definition without annotations hashes as it did before they were pinned.
+   */
+  readonly annotations?: Record<string, unknown>;
 }
 
 /** What is pinned of a server's metadata (the `tools` map is pinned apart, see `checkTools`). */
@@ -37,13 +42,22 @@ export interface PinDifference {
   readonly subject: string;
   /** `changed`, `added` (a tool the pin did not have), `removed`. */
   readonly kind: "changed" | "added" | "removed";
-  /** Field-level lines: `description: "old" → "new"`. Empty when the old text is unknown. */
+  /**
+   * Field-level lines: `description: "old" → "new"`. Empty when the old text is unknown. They quote
+   * the new text: for the human's channels only.
+   */
   readonly lines: readonly string[];
+  /**
+   * Which fields changed, named from a fixed vocabulary (`description`, `inputSchema`,
+   * `permissions.net`, …, see {@link changedFields}): what the agent may be told. Empty when the
+   * old version is unknown or the whole subject was added.
+   */
+  readonly fields: readonly string[];
   readonly oldHash?: string;
   readonly newHash?: string;
 }
 
-/** The outcome of a pin check. */
+/** The outcome of a pin check; a change is a human's decision in the default mode (DESIGN §13). */
 export type PinCheck =
   | { readonly kind: "same" }
   | {
@@ -56,6 +70,9 @@ export type PinCheck =
     /** Writes the `refused` audit line; the lockfile keeps the old pin. */
     refuse(): Promise<void>;
   };
+
+/** A pin check that found a change. */
+export type ChangedPin = Extract<PinCheck, { kind: "changed" }>;
 
 /** Canonical JSON: object keys sorted at every level, no whitespace. */
 export function canonicalJson(value: unknown): string {
@@ -75,7 +92,7 @@ function sortKeys(value: unknown): unknown {
 const encode = (value: unknown) => new TextEncoder().encode(canonicalJson(value));
 
 /** What `tools/list` shows instead of a definition that changed since it was pinned. */
-export const CHANGED_DESCRIPTION =
+export const CHANGED_DESCRIPTION: string =
   "(This tool's definition changed since it was pinned in .pml/mcp.lock and is not shown until " +
   "approved. Calling it asks the user, showing the difference.)";
 
@@ -85,7 +102,10 @@ export async function toolHash(def: ToolDefinition): Promise<string> {
 }
 
 function definitionDoc(def: ToolDefinition): ToolDefinition {
-  return { name: def.name, description: def.description, inputSchema: def.inputSchema ?? {} };
+  const doc = { name: def.name, description: def.description, inputSchema: def.inputSchema ?? {} };
+  return def.annotations && Object.keys(def.annotations).length
+    ? { ...doc, annotations: def.annotations }
+    : doc;
 }
 
 /**
@@ -196,6 +216,7 @@ export class McpPins {
       subject: "metadata",
       kind: "changed",
       lines,
+      fields: old === undefined ? [] : changedFields(old, document),
       oldHash: locked.integrity,
       newHash: d.integrity,
     }];
@@ -206,8 +227,9 @@ export class McpPins {
 
   /**
    * Compares tool definitions with the `tools` pinned for `name` (whose metadata must be pinned
-   * first). No pin yet: recorded. Added or removed tools only: recorded (a new tool is pinned on
-   * first sight, a removed one cannot be served). A changed definition: the differences.
+   * first). No pin yet: recorded. Removed tools only: recorded (a removed tool cannot be served).
+   * A changed definition or a tool that appeared after pinning: the differences (a new tool is
+   * withheld until a human approves it).
    */
   async checkTools(name: string, defs: readonly ToolDefinition[]): Promise<PinCheck> {
     const current: Record<string, string> = {};
@@ -236,7 +258,17 @@ export class McpPins {
     const differences: PinDifference[] = [];
     for (const [tool, hash] of Object.entries(current)) {
       const old = locked.tools[tool];
-      if (old === undefined || old === hash) continue;
+      if (old === hash) continue;
+      if (old === undefined) {
+        differences.push({
+          subject: tool,
+          kind: "added",
+          lines: [`new tool: ${clip(canonicalJson(docs.get(tool)))}`],
+          fields: [],
+          newHash: hash,
+        });
+        continue;
+      }
       const oldDoc = await this.#document(old);
       differences.push({
         subject: tool,
@@ -248,6 +280,7 @@ export class McpPins {
             }`,
           ]
           : diffJson(oldDoc, docs.get(tool)),
+        fields: oldDoc === undefined ? [] : changedFields(oldDoc, docs.get(tool)),
         oldHash: old,
         newHash: hash,
       });
@@ -260,7 +293,6 @@ export class McpPins {
       await this.#d.audit.write("integrity", {
         name,
         event: "tools_updated",
-        added: Object.keys(current).filter((t) => !(t in locked.tools!)),
         removed: Object.keys(locked.tools).filter((t) => !(t in current)),
       });
       return { kind: "same" };
@@ -269,32 +301,34 @@ export class McpPins {
   }
 
   /**
-   * Names of the tools in `defs` whose definition differs from the one pinned for `name` (for
-   * `tools/list`: a changed definition is not shown before it is approved). Tools not pinned yet
-   * are not reported.
+   * The tools in `defs` that `tools/list` must not show as they are (DESIGN §13): `changed` when
+   * the definition differs from the one pinned for `name` (listed with a placeholder), `added`
+   * when the tool appeared after the tools were pinned (withheld). Nothing pinned: empty.
    */
-  async changedTools(name: string, defs: readonly ToolDefinition[]): Promise<Set<string>> {
+  async changedTools(name: string, defs: readonly ToolDefinition[]): Promise<Unapproved> {
     const pinned = (await this.#d.lockfile()).get(name)?.tools;
-    const changed = new Set<string>();
-    if (!pinned) return changed;
+    const out: Unapproved = new Map();
+    if (!pinned) return out;
     for (const def of defs) {
       const old = pinned[def.name];
-      if (old !== undefined && old !== await toolHash(def)) changed.add(def.name);
+      if (old === undefined) out.set(def.name, "added");
+      else if (old !== await toolHash(def)) out.set(def.name, "changed");
     }
-    return changed;
+    return out;
   }
 
   /**
-   * Names of the tools of a metadata document (`tools: [{name, description, inputSchema}]`) whose
-   * definition differs from the pinned metadata's; every tool when the pinned document is not in
-   * the cache. Empty when the metadata is the pinned one or nothing is pinned.
+   * The same for the tools of a metadata document (`tools: [{name, description, inputSchema}]`)
+   * against the pinned metadata's: `added` for a tool the pinned document did not have, `changed`
+   * for a different definition, every tool `changed` when the pinned document is not in the
+   * cache. Empty when the metadata is the pinned one or nothing is pinned.
    */
-  async changedMetadataTools(name: string, pin: MetadataPin): Promise<Set<string>> {
+  async changedMetadataTools(name: string, pin: MetadataPin): Promise<Unapproved> {
     const locked = (await this.#d.lockfile()).get(name);
-    const changed = new Set<string>();
-    if (!locked) return changed;
+    const out: Unapproved = new Map();
+    if (!locked) return out;
     const d = await digest(encode(pin.document));
-    if (d.integrity === locked.integrity) return changed;
+    if (d.integrity === locked.integrity) return out;
     const tools = (doc: unknown) =>
       new Map(
         ((doc as { tools?: ToolDefinition[] })?.tools ?? []).map((t) => [t.name, canonicalJson(t)]),
@@ -303,9 +337,10 @@ export class McpPins {
     const old = await this.#document(locked.integrity);
     const before = old === undefined ? undefined : tools(old);
     for (const [tool, text] of now) {
-      if (!before || (before.has(tool) && before.get(tool) !== text)) changed.add(tool);
+      if (before && !before.has(tool)) out.set(tool, "added");
+      else if (!before || before.get(tool) !== text) out.set(tool, "changed");
     }
-    return changed;
+    return out;
   }
 
   async #changed(
@@ -348,6 +383,24 @@ export class McpPins {
   }
 }
 
+/**
+ * Tools `tools/list` must not show as they are: `changed` ones get a placeholder
+ * ({@link CHANGED_DESCRIPTION}), `added` ones are withheld until a human approves them.
+ */
+export type Unapproved = Map<string, "changed" | "added">;
+
+/** The placeholder of a `changed` tool, or `undefined` for an `added` one (withheld). */
+export function unapprovedListing<T extends { description?: string; inputSchema: unknown }>(
+  tool: T,
+  state: "changed" | "added" | undefined,
+): T | undefined {
+  if (state === "added") return undefined;
+  if (state === "changed") {
+    return { ...tool, description: CHANGED_DESCRIPTION, inputSchema: { type: "object" } };
+  }
+  return tool;
+}
+
 function sortedRecord(r: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
@@ -368,6 +421,65 @@ function clip(text: string): string {
   return text.length <= MAX_SHOWN
     ? text
     : `${text.slice(0, MAX_SHOWN)}… (${text.length - MAX_SHOWN} more characters)`;
+}
+
+/** Field names the agent may be told, by depth: anything else is named `other`. */
+const KNOWN_FIELDS: Record<string, readonly string[]> = {
+  "": [
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "type",
+    "routing",
+    "install",
+    "package",
+    "permissions",
+    "proxyTo",
+    "envRequired",
+    "tools",
+    "warnings",
+    "command",
+    "args",
+    "env",
+    "allowedToolPatterns",
+  ],
+  install: ["command", "args", "envRequired"],
+  package: ["name", "version", "integrity"],
+  permissions: ["read", "write", "net", "env"],
+};
+
+/**
+ * The fields that differ between two JSON documents, named from a fixed vocabulary
+ * (`description`, `inputSchema`, `permissions.net`, `install.args`, `tools.2.description`): what
+ * the agent may be told of a change. A key outside the vocabulary is named `other`, so no text
+ * the registry chose (a property name, a description) reaches the agent through it.
+ *
+ * @example
+ * ```ts
+ * changedFields({ description: "a", permissions: { net: [] } }, { description: "b", permissions: { net: ["x"] } });
+ * // ["description", "permissions.net"]
+ * ```
+ */
+export function changedFields(before: unknown, after: unknown): string[] {
+  const a = flatten(before), b = flatten(after);
+  const fields = new Set<string>();
+  for (const path of new Set([...a.keys(), ...b.keys()])) {
+    if (a.get(path) !== b.get(path)) fields.add(safeField(path.split(".")));
+  }
+  return [...fields].sort();
+}
+
+function safeField([first, second, third]: string[]): string {
+  const known = (parent: string, key: string | undefined) =>
+    key !== undefined && (KNOWN_FIELDS[parent] ?? []).includes(key);
+  if (!known("", first)) return first === "" ? "(whole value)" : "other";
+  if (first === "tools" && /^[0-9]{1,4}$/.test(second ?? "")) {
+    return known("", third) ? `tools.${second}.${third}` : `tools.${second}`;
+  }
+  return known(first, second) ? `${first}.${second}` : first;
 }
 
 /**

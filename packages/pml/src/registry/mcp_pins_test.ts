@@ -48,10 +48,16 @@ Deno.test("McpPins: first use records metadata and tools; the same again is unch
   assert(entry.tools?.read.startsWith("sha256-"));
   assertEquals((await t.pins.checkMetadata(NAME, { ...META, document: doc })).kind, "same");
   assertEquals((await t.pins.checkTools(NAME, [read])).kind, "same");
-  // A tool added later is pinned on first sight, without a question.
+  // A tool added later is a change (withheld until a human approves it); a removed one is not.
   const extra = { ...read, name: "write" };
-  assertEquals((await t.pins.checkTools(NAME, [read, extra])).kind, "same");
+  const added = await t.pins.checkTools(NAME, [read, extra]);
+  assert(added.kind === "changed");
+  assertEquals(added.differences.map((d) => [d.subject, d.kind]), [["write", "added"]]);
+  assertEquals([...await t.pins.changedTools(NAME, [read, extra])], [["write", "added"]]);
+  assertEquals(Object.keys(t.lock.get(NAME)!.tools!), ["read"], "not pinned before approval");
+  await added.accept();
   assertEquals(Object.keys(t.lock.get(NAME)!.tools!), ["read", "write"]);
+  assertEquals((await t.pins.checkTools(NAME, [read])).kind, "same", "a removed tool is recorded");
 });
 
 Deno.test("McpPins: a changed description is a change that shows old and new text; refused keeps the pin, accepted records", async () => {

@@ -9,7 +9,9 @@ import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
+import { ApprovalStore, type StoredApproval } from "../permission/approval_store.ts";
 import {
+  type CallToolResult,
   type ClientNotification,
   type CreateMessageRequest,
   CreateMessageRequestSchema,
@@ -148,4 +150,28 @@ export async function gatewayFor(
 export function textOf(result: unknown): string {
   const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
   return content.map((c) => c.text ?? "").join("");
+}
+
+/**
+ * A human's decision on the pending approval `id` (as `pml approve`/`pml deny` or the page write
+ * it), then the agent's `pml:continue`: the result the agent gets.
+ */
+export async function humanDecides(
+  ws: TempWorkspace,
+  client: Client,
+  id: string,
+  decision: Decision,
+): Promise<CallToolResult> {
+  await new ApprovalStore(ws.dir).decide(id, decision, "cli");
+  return await client.callTool({
+    name: "pml:continue",
+    arguments: { workflow_id: id, decision },
+  }) as CallToolResult;
+}
+
+/** The stored (human-channel) form of the pending approval `id`. */
+export async function storedApproval(ws: TempWorkspace, id: string): Promise<StoredApproval> {
+  const stored = await new ApprovalStore(ws.dir).get(id);
+  if (!stored) throw new Error(`no pending approval "${id}" in ${ws.dir}`);
+  return stored;
 }

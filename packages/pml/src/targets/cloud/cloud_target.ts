@@ -10,7 +10,8 @@ import {
   type ToolCall,
   type ToolInfo,
 } from "../target.ts";
-import { CHANGED_DESCRIPTION, describePinChange } from "../../registry/mcp_pins.ts";
+import { unapprovedListing } from "../../registry/mcp_pins.ts";
+import { integrityRequest } from "../../registry/integrity_request.ts";
 import type { ChangedPin, HttpPins } from "./http_pins.ts";
 import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
@@ -108,14 +109,11 @@ export class CloudTarget implements Target {
         const ns = t.id.slice(0, t.id.indexOf(":"));
         return ns !== "pml" && (!namespaces || namespaces.has(ns)) && this.#runsHere(t.id);
       });
-    // A definition that changed since it was pinned is not shown before it is approved.
-    const changed = await this.#d.pins?.changedTools(listed).catch(() => undefined);
-    return changed?.size
-      ? listed.map((t) =>
-        changed.has(t.id)
-          ? { ...t, description: CHANGED_DESCRIPTION, inputSchema: { type: "object" } }
-          : t
-      )
+    // A definition that changed since it was pinned is not shown before it is approved, and a
+    // tool that appeared since is not listed at all.
+    const unapproved = await this.#d.pins?.changedTools(listed).catch(() => undefined);
+    return unapproved?.size
+      ? listed.flatMap((t) => unapprovedListing(t, unapproved.get(t.id)) ?? [])
       : listed;
   }
 
@@ -188,15 +186,7 @@ export class CloudTarget implements Target {
     changes: readonly ChangedPin[],
   ): Promise<CallToolResult> {
     return ctx.ask(
-      {
-        type: "integrity",
-        description: changes.map((c) => describePinChange(call.toolId, c)).join("\n"),
-        context: {
-          tool: call.toolId,
-          name: changes[0].name,
-          changes: changes.flatMap((c) => c.differences),
-        },
-      },
+      integrityRequest(call.toolId, changes),
       async (decision) => {
         if (decision === "no") {
           for (const c of changes) await c.refuse();

@@ -9,12 +9,11 @@
  * @module
  */
 import { PmlError } from "../../errors.ts";
-import type { McpPins, PinCheck, ToolDefinition } from "../../registry/mcp_pins.ts";
+import type { ChangedPin, McpPins, ToolDefinition, Unapproved } from "../../registry/mcp_pins.ts";
 import { isUnreachable, type RegistryClient } from "../../registry/registry_client.ts";
 import type { ToolInfo } from "../target.ts";
 
-/** One changed pin. */
-export type ChangedPin = Extract<PinCheck, { kind: "changed" }>;
+export type { ChangedPin };
 
 interface HttpMeta {
   readonly fqdn: string;
@@ -85,14 +84,17 @@ export class HttpPins {
     return changes;
   }
 
-  /** Ids of the `listed` tools whose definition differs from the one pinned for their server. */
-  async changedTools(listed: readonly ToolInfo[]): Promise<Set<string>> {
+  /**
+   * The `listed` tools (by id) whose definition differs from the one pinned for their server
+   * (`changed`), or that appeared after it was pinned (`added`).
+   */
+  async changedTools(listed: readonly ToolInfo[]): Promise<Unapproved> {
     const byNs = new Map<string, ToolInfo[]>();
     for (const t of listed) {
       const ns = t.id.slice(0, t.id.indexOf(":"));
       byNs.set(ns, [...(byNs.get(ns) ?? []), t]);
     }
-    const changed = new Set<string>();
+    const changed: Unapproved = new Map();
     for (const [ns, tools] of byNs) {
       const found = await this.#pins.changedTools(
         `pml.mcp.${ns}.server`,
@@ -102,7 +104,7 @@ export class HttpPins {
           inputSchema: t.inputSchema,
         })),
       );
-      for (const action of found) changed.add(`${ns}:${action}`);
+      for (const [action, state] of found) changed.set(`${ns}:${action}`, state);
     }
     return changed;
   }
@@ -142,6 +144,9 @@ export class HttpPins {
               name: String(t?.name ?? "").slice(String(t?.name ?? "").indexOf(":") + 1),
               description: String(t?.description ?? ""),
               inputSchema: t?.inputSchema && typeof t.inputSchema === "object" ? t.inputSchema : {},
+              ...(t?.annotations && typeof t.annotations === "object"
+                ? { annotations: t.annotations }
+                : {}),
             })),
           };
         }

@@ -17,7 +17,8 @@ import {
   inferCapabilityApprovalMode,
   type Permissions,
 } from "../../permission/patterns.ts";
-import type { IntegrityChange, LoadedModule } from "../../registry/loader.ts";
+import type { LoadedModule } from "../../registry/loader.ts";
+import { codeIntegrityRequest } from "../../registry/integrity_request.ts";
 import { isUnreachable } from "../../registry/registry_client.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { SandboxPool } from "../../sandbox/pool.ts";
@@ -130,11 +131,7 @@ export class DenoModuleTarget implements Target {
     if (outcome.kind === "ready") return await this.#withApprovalMode(call, ctx, outcome.module);
     const changes = outcome.changes;
     return await ctx.ask(
-      {
-        type: "integrity",
-        description: describeChanges(call.toolId, changes),
-        context: { tool: call.toolId, changes },
-      },
+      codeIntegrityRequest(call.toolId, changes),
       async (decision) => {
         if (decision === "no") {
           await this.stack.loader.refuse(call.toolId, changes);
@@ -370,20 +367,4 @@ function codeOf(err: unknown): Record<string, unknown> | undefined {
   return err instanceof PmlError
     ? { status: "error", code: err.code, message: err.message }
     : undefined;
-}
-
-/** The approval text: old and new hash of every changed entry. */
-export function describeChanges(toolId: string, changes: readonly IntegrityChange[]): string {
-  const lines = changes.map((c) =>
-    `${c.name}: locked ${c.old.integrity} (${c.old.fqdn}, fetched ${c.old.fetchedAt}), now ${c.new.integrity} (${c.new.fqdn})` +
-    (c.tools === undefined
-      ? ""
-      : c.tools.length
-      ? `; tool definitions: ${c.tools.join("; ")}`
-      : "; tool definitions unchanged")
-  );
-  return `The code of "${toolId}" changed since it was pinned in .pml/mcp.lock. ${
-    lines.join("; ")
-  }. ` +
-    `This can be a legitimate update or a tampered registry or network. Run the new code and update the lockfile?`;
 }

@@ -18,12 +18,12 @@ import { describeDenoGrants, withNetGrants } from "../../deps/grants.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../permission/approvals.ts";
 import {
-  CHANGED_DESCRIPTION,
-  describePinChange,
+  type ChangedPin,
   type McpPins,
   type MetadataPin,
-  type PinCheck,
+  unapprovedListing,
 } from "../../registry/mcp_pins.ts";
+import { integrityRequest } from "../../registry/integrity_request.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import {
   type CallContext,
@@ -102,21 +102,20 @@ export class StdioTarget implements Target {
         continue;
       }
       if (!meta) continue;
-      // A definition that changed since it was pinned is not shown before it is approved.
-      const changed = this.#d.pins && pinned(meta)
+      // A definition that changed since it was pinned is not shown before it is approved, and a
+      // tool that appeared since is not listed at all.
+      const unapproved = this.#d.pins && pinned(meta)
         ? await this.#d.pins.changedMetadataTools(lockName(meta), metadataPin(meta)).catch(() =>
-          new Set<string>()
+          undefined
         )
-        : new Set<string>();
+        : undefined;
       for (const t of meta.tools) {
         const id = `${server}:${t.action}`;
-        const hidden = changed.has(id);
-        tools.push({
-          id,
-          description: hidden ? CHANGED_DESCRIPTION : t.description,
-          inputSchema: hidden ? { type: "object" } : t.inputSchema,
-          routing: this.#d.routing.routeOf(id),
-        });
+        const listed = unapprovedListing(
+          { id, description: t.description, inputSchema: t.inputSchema },
+          unapproved?.get(id),
+        );
+        if (listed) tools.push({ ...listed, routing: this.#d.routing.routeOf(id) });
       }
     }
     return tools;
@@ -184,7 +183,9 @@ export class StdioTarget implements Target {
     if (pins && !this.#pinned.has(meta)) {
       const check = await pins.checkMetadata(lockName(meta), metadataPin(meta));
       if (check.kind === "changed") {
-        return await this.#askIntegrity(check, call, ctx, async () => {
+        const state = (await pins.changedMetadataTools(lockName(meta), metadataPin(meta)))
+          .get(call.toolId);
+        return await this.#askIntegrity(check, call, ctx, state === "added", async () => {
           this.#pinned.add(meta);
           this.#ready.delete(meta.server);
           // The question named the new package: approving it approves its install.
@@ -201,22 +202,14 @@ export class StdioTarget implements Target {
    * "always" records the new pin and continues with `next`.
    */
   async #askIntegrity(
-    check: Extract<PinCheck, { kind: "changed" }>,
+    check: ChangedPin,
     call: ToolCall,
     ctx: CallContext,
+    newTool: boolean,
     next: () => Promise<CallToolResult>,
   ): Promise<CallToolResult> {
     return await ctx.ask(
-      {
-        type: "integrity",
-        description: describePinChange(call.toolId, check),
-        context: {
-          tool: call.toolId,
-          name: check.name,
-          what: check.what,
-          changes: check.differences,
-        },
-      },
+      integrityRequest(call.toolId, [check], { newTool }),
       async (decision) => {
         if (decision === "no") {
           await check.refuse();
@@ -422,7 +415,16 @@ export class StdioTarget implements Target {
     } catch (err) {
       const check = err instanceof ToolsChanged ? err.check : undefined;
       if (!check) throw err;
-      return await this.#askIntegrity(check, call, ctx, () => this.#run(meta, spec, call, ctx));
+      const newTool = check.differences.some((d) =>
+        d.kind === "added" && d.subject === call.action
+      );
+      return await this.#askIntegrity(
+        check,
+        call,
+        ctx,
+        newTool,
+        () => this.#run(meta, spec, call, ctx),
+      );
     }
     if (!spec.unconfined) return result;
     return {
@@ -480,6 +482,7 @@ export class StdioTarget implements Target {
           name: t.name,
           description: t.description ?? "",
           inputSchema: t.inputSchema as Record<string, unknown>,
+          annotations: t.annotations as Record<string, unknown> | undefined,
         })),
       );
       if (check.kind === "changed") throw new ToolsChanged(check);
@@ -523,7 +526,7 @@ function rawCommandGrants(meta: DependencyMeta, os: OsSandboxStatus): string {
 
 /** A changed tool list of a running server (caught by the target, which asks the human). */
 class ToolsChanged extends Error {
-  constructor(readonly check: Extract<PinCheck, { kind: "changed" }>) {
+  constructor(readonly check: ChangedPin) {
     super(`The tool definitions of ${check.name} changed since they were pinned`);
   }
 }
