@@ -128,10 +128,12 @@ Deno.test("attack control_files: allowed filesystem tools cannot write, move, ed
 
 Deno.test("attack control_files: ordinary files beside the control files stay writable", async () => {
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"] } });
-  ws.write(".vscode/settings.json", "{}");
+  ws.write(".editorconfig", "");
   ws.write("docs/readme.md", "");
   await using client = await connectStdio(ws);
-  for (const p of [".vscode/settings.json", ".pml.json.example", "..notes", "docs/.mcp.json.md"]) {
+  for (
+    const p of [".editorconfig", ".pml.json.example", "..notes", "docs/.mcp.json.md", ".git/index"]
+  ) {
     const result = await client.callTool({
       name: "filesystem__write_file",
       arguments: { path: p, content: "ok" },

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { pidsMentioning } from "../../packages/pml/src/procfs.ts";
+import { sandboxPolicy } from "../../packages/pml/src/sandbox/policy.ts";
 import {
   SandboxProcess,
   type SandboxSpec,
@@ -49,7 +50,7 @@ Deno.test("attack orphans: std and pml:execute sandboxes killed while they start
     run: false,
     env: {},
     cwd: ws.dir,
-    os: { ro: [ws.dir], rw: [], protect: [], net: false, system: "libs" },
+    os: sandboxPolicy({ view: "narrow", env: {}, read: [ws.dir] }),
   };
   for (let i = 0; i < ROUNDS; i++) {
     const proc = new SandboxProcess(spec, { onStderr: () => {} });

@@ -214,12 +214,11 @@ Deno.test("attack control_files via shell: control files that appear mid-session
   for (const moved of ["vscode-moved", "cursor-moved", "c2", "m.json"]) {
     assert(!(await Deno.stat(join(ws.dir, moved)).catch(() => false)), `${moved} exists`);
   }
-  // The other files of those folders stay the tools' to change.
-  assertEquals(
-    parse(await shell("echo '{\"a\":1}' > .vscode/settings.json && echo ok")).stdout,
-    "ok\n",
-  );
-  assertEquals(ws.read(".vscode/settings.json"), '{"a":1}\n');
+  // Those folders are editors' and agents' settings: protected whole (DESIGN §13), while files
+  // beside them stay the tools' to change.
+  await shell("echo '{\"a\":1}' > .vscode/settings.json");
+  assertEquals(ws.read(".vscode/settings.json"), "{}");
+  assertEquals(parse(await shell("echo x > .editorconfig && echo ok")).stdout, "ok\n");
   console.error(
     `attack control_files via shell (mid-session, moved folders): ${attempts.length} attempts, none got through`,
   );

@@ -5,6 +5,7 @@ export type AuditEvent =
   | "permission_denied"
   | "path_blocked"
   | "control_file_blocked"
+  | "protected_file_blocked"
   | "elicitation_unanswered"
   | "sandbox_violation"
   | "integrity"

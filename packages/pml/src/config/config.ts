@@ -35,6 +35,10 @@ export interface Config {
     readonly read: readonly string[];
     readonly write: readonly string[];
     readonly net: readonly string[];
+    /** Paths hidden from every sandbox besides the built-in secrets (absolute real paths). */
+    readonly deny: readonly string[];
+    /** `shell:exec` may use the SSH agent of `SSH_AUTH_SOCK` (off by default). */
+    readonly sshAgent: boolean;
     /**
      * Run `shell:exec` even where no OS sandbox (bubblewrap) is available, with Deno's flags as
      * the only wall. Off by default; `pml status` and every such call's result say so.
@@ -219,6 +223,8 @@ export function loadConfig(
       read: (sandbox.read ?? []).map((p) => realOrResolved(workspace, p)),
       write: (sandbox.write ?? []).map((p) => realOrResolved(workspace, p)),
       net: sandbox.net ?? [],
+      deny: (sandbox.deny ?? []).map((p) => realOrResolved(workspace, p)),
+      sshAgent: sandbox.sshAgent ?? false,
       unconfined: sandbox.unconfined ?? false,
     },
     port: Number(opts.env.PML_PORT) || file.port || DEFAULT_PORT,

@@ -65,6 +65,10 @@ export const PmlFileSchema = z.object({
     read: z.array(z.string()).default([]),
     write: z.array(z.string()).default([]),
     net: z.array(netHost).default([]),
+    /** Paths hidden from every sandbox, besides the built-in secrets (docs/security.md). */
+    deny: z.array(z.string()).default([]),
+    /** Let `shell:exec` use the SSH agent (`SSH_AUTH_SOCK`): git over ssh. Off by default. */
+    sshAgent: z.boolean().default(false),
     unconfined: z.boolean().default(false),
   }).partial().strict().optional(),
 }).strict();

@@ -2,14 +2,14 @@ import { dirname, isAbsolute, join } from "node:path";
 import { PmlError } from "../errors.ts";
 import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
-import { controlFilePaths } from "../config/control_files.ts";
+import { guardedPaths } from "../config/control_files.ts";
 import {
   bwrapArgs,
   detectOsSandbox,
-  type OsPolicy,
   type OsSandboxStatus,
   SANDBOX_DENO_DIR,
 } from "../sandbox/os_sandbox.ts";
+import { sandboxPolicy } from "../sandbox/policy.ts";
 
 /** How to start a stdio server, as data: tests and `pml status` can inspect every grant. */
 export interface LaunchSpec {
@@ -135,6 +135,8 @@ export function denoLaunch(
     osSandbox?: OsSandboxStatus;
     /** `.pml.json` `sandbox.unconfined`: without an OS sandbox, run with Deno's flags only. */
     unconfined?: boolean;
+    /** `.pml.json` `sandbox.deny`: secrets besides the built-in ones. */
+    deny?: readonly string[];
   },
 ): LaunchSpec {
   const vars = { workspace: ctx.workspace, packageDir: installed.packageDir };
@@ -178,12 +180,15 @@ export function denoLaunch(
   // then narrows it to those).
   const read = [installed.dir, ...x(meta.permissions.read)];
   const write = x(meta.permissions.write);
-  const policy: OsPolicy = {
-    ro: [...read, ctx.workspace],
-    rw: write,
-    protect: controlFilePaths(ctx.workspace),
+  const policy = sandboxPolicy({
+    view: "toolbox",
+    env: ctx.env,
+    deny: ctx.deny,
+    read: [...read, ctx.workspace],
+    write,
+    denyWrite: guardedPaths([ctx.workspace, ...write]),
     net: meta.permissions.net.length > 0,
-  };
+  });
   return {
     server: meta.server,
     command: os.bwrap,
@@ -214,6 +219,7 @@ export function commandLaunch(
     depsDir: string;
     osSandbox?: OsSandboxStatus;
     unconfined?: boolean;
+    deny?: readonly string[];
   },
 ): LaunchSpec {
   const vars = { workspace: ctx.workspace };
@@ -237,13 +243,16 @@ export function commandLaunch(
   const home = commandHome(ctx.depsDir, meta.server);
   Deno.mkdirSync(home, { recursive: true });
   const resolved = resolveCommand(command, ctx.env.PATH ?? "/usr/bin:/bin", ctx.workspace);
-  const policy: OsPolicy = {
-    ro: [ctx.workspace, ...x(meta.permissions.read), ...(resolved?.folders ?? [])],
-    rw: [home, ...x(meta.permissions.write)],
-    protect: controlFilePaths(ctx.workspace),
+  const write = [home, ...x(meta.permissions.write)];
+  const policy = sandboxPolicy({
+    view: "toolbox",
+    env: ctx.env,
+    deny: ctx.deny,
+    read: [ctx.workspace, ...x(meta.permissions.read), ...(resolved?.folders ?? [])],
+    write,
+    denyWrite: guardedPaths([ctx.workspace, ...write]),
     net: meta.permissions.net.length > 0,
-    system: "full",
-  };
+  });
   return {
     server: meta.server,
     command: os.bwrap,

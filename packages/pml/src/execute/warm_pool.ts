@@ -1,5 +1,6 @@
 import { SandboxProcess, type SandboxSpec } from "../sandbox/sandbox_process.ts";
 import { sandboxEntry } from "../paths.ts";
+import { sandboxPolicy } from "../sandbox/policy.ts";
 
 const EXEC_ENTRY = sandboxEntry("exec_entry");
 
@@ -18,7 +19,7 @@ export function execSandboxSpec(): SandboxSpec {
     run: false,
     env: {},
     cwd: "/",
-    os: { ro: [], rw: [], protect: [], net: false, system: "libs" },
+    os: sandboxPolicy({ view: "narrow", env: {} }),
     maxRssMb: EXEC_MAX_RSS_MB,
   };
 }

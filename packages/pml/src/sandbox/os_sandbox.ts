@@ -1,53 +1,63 @@
 /**
- * The operating-system wall around local execution (DESIGN §12 "Two walls"): on Linux, bubblewrap
- * (`bwrap`) starts each sandbox in its own mount, pid, network, IPC and UTS namespaces. The mount
- * namespace holds only the system folders read-only, PML's own code and the Deno binary read-only,
- * and the paths the policy grants; the control files are bound read-only over a writable
- * workspace; `/tmp` and `HOME` are private and empty; `/proc` shows only the sandbox's processes.
- * Deno's permission flags stay the second wall inside.
- *
- * The policy is plain data ({@link OsPolicy}) so that tests and `pml status` can read it.
+ * The operating-system wall around local execution (DESIGN §12 "Two walls", §13 "Sandbox model"):
+ * on Linux, bubblewrap (`bwrap`) renders a sandbox {@link OsPolicy} (`policy.ts`) into its own
+ * mount, pid, network, IPC, UTS and user namespaces. The mount namespace holds the policy's reads
+ * read-only and its writes read-write, its secrets hidden and its protected files read-only over
+ * them (a more specific path wins; for the same path a deny wins); `/tmp` is private and empty;
+ * `/proc` shows only the sandbox's processes, with `/proc/sys` and the kernel's other writable
+ * files read-only. Deno's permission flags stay the second wall inside.
  *
  * @module
  */
 import { exists } from "../exists.ts";
 import { PML_CODE_DIRS } from "../paths.ts";
 import { dirname, join } from "node:path";
+import type { OsPolicy } from "./policy.ts";
+import { within } from "../config/control_files.ts";
 
-/** What one sandbox may see of the machine. */
-export interface OsPolicy {
-  /** Bound read-only (besides the system folders, the Deno binary and PML's code). */
-  readonly ro: readonly string[];
-  /** Bound read-write. */
-  readonly rw: readonly string[];
-  /** Bound read-only over the binds above (PML's control files), when they exist. */
-  readonly protect: readonly string[];
-  /** Share the host's network (never for std tools). */
-  readonly net: boolean;
-  /**
-   * Which system folders: `full` for programs (`shell:exec`, stdio dependencies: /usr, /bin, /etc,
-   * …), `libs` for Deno code alone (/usr and /lib*: no /etc, so a symlink raced to it finds nothing).
-   */
-  readonly system?: "full" | "libs";
-}
+export type { OsPolicy } from "./policy.ts";
 
-/** System folders visible read-only inside every sandbox (those that exist). */
-export const SYSTEM_RO = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"] as const;
-
-/** What Deno itself needs of the system: its shared libraries. */
-export const SYSTEM_LIBS = ["/usr", "/lib", "/lib64", "/lib32"] as const;
-
-/** Inside the sandbox: an empty, private home and temp folder. */
+/** Inside the sandbox: an empty, private home (when the policy shows none) and temp folder. */
 export const SANDBOX_HOME = "/tmp/home";
 /** Deno's cache inside the sandbox: private, so no sandbox can poison another's. */
 export const SANDBOX_DENO_DIR = "/tmp/deno";
 
 /**
- * The `bwrap` arguments that run `command` under `policy` (`cwd` must be inside a bind).
+ * Kernel files of `/proc` a process may write when its uid is host root (even without any
+ * capability: `kernel.core_pattern` is checked against the uid alone): read-only in every sandbox.
+ */
+const PROC_READ_ONLY = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
+/** Kernel files of `/proc` that only tell about the host: emptied. */
+const PROC_MASKED = ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"];
+
+/** One mount of the rendered policy, before ordering. */
+interface Mount {
+  readonly path: string;
+  /** In order of precedence for the same path: the last one wins. */
+  readonly kind: "read" | "write" | "hide" | "lock";
+}
+const PRECEDENCE: Record<Mount["kind"], number> = { read: 0, write: 1, hide: 2, lock: 3 };
+
+function depth(path: string): number {
+  return path.split("/").filter(Boolean).length;
+}
+
+/** Whether `path` is a folder (through symlinks), `undefined` when it does not exist. */
+function isDir(path: string): boolean | undefined {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The `bwrap` arguments that run `command` under `policy` (`cwd` must be inside a bind). The Deno
+ * binary's folder and PML's own code are added read-only.
  *
  * @example
  * ```ts
- * bwrapArgs({ ro: ["/ws"], rw: [], protect: [], net: false }, "/ws", ["deno", "run", "x.ts"]);
+ * bwrapArgs({ ...policy, read: ["/usr", "/ws"] }, "/ws", ["deno", "run", "x.ts"]);
  * ```
  */
 export function bwrapArgs(
@@ -59,44 +69,61 @@ export function bwrapArgs(
   const args = [
     "--unshare-all",
     ...(policy.net ? ["--share-net"] : []),
+    "--unshare-user",
+    "--uid",
+    String(policy.identity.uid),
+    "--gid",
+    String(policy.identity.gid),
     "--die-with-parent",
     "--new-session",
     "--cap-drop",
     "ALL",
     "--proc",
     "/proc",
-    "--dev",
-    "/dev",
-    "--tmpfs",
-    "/tmp",
-    "--dir",
-    SANDBOX_HOME,
-    "--dir",
-    SANDBOX_DENO_DIR,
   ];
-  const system = policy.system === "libs" ? SYSTEM_LIBS : SYSTEM_RO;
-  for (const dir of system) if (exists(dir)) args.push("--ro-bind", dir, dir);
-  args.push("--ro-bind", dirname(denoPath), dirname(denoPath));
-  // PML's own code and data (the package folder, the std modules), read-only.
-  for (const dir of PML_CODE_DIRS) args.push("--ro-bind", dir, dir);
-  for (const path of policy.ro) args.push("--ro-bind-try", path, path);
-  for (const path of policy.rw) args.push("--bind-try", path, path);
-  const protect = policy.protect.filter(exists);
-  // The folder of a protected file (`.vscode/` of `.vscode/mcp.json`) is bound onto itself: a
-  // mount point cannot be renamed or removed, so the file cannot be moved away with its folder
-  // and replaced. Its other files stay writable.
-  const folders = new Set(protect.map((path) => dirname(path)));
-  for (const dir of folders) {
-    if (!policy.rw.includes(dir) && policy.rw.some((root) => dir.startsWith(`${root}/`))) {
-      args.push("--bind", dir, dir);
+  for (const path of PROC_READ_ONLY) args.push("--ro-bind-try", path, path);
+  for (const path of PROC_MASKED) if (exists(path)) args.push("--ro-bind", "/dev/null", path);
+  args.push("--dev", "/dev", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--dir", SANDBOX_DENO_DIR);
+  const reads = [...policy.read, dirname(denoPath), ...PML_CODE_DIRS];
+  const visible = [...reads, ...policy.write];
+  const mounts: Mount[] = [
+    ...reads.map((path) => ({ path, kind: "read" as const })),
+    ...policy.write.map((path) => ({ path, kind: "write" as const })),
+    // A socket is connected to through its file: bound where it is, writable.
+    ...policy.sockets.map((path) => ({ path, kind: "write" as const })),
+    // Secrets only where something shows them, and only those that exist (a bind needs a source).
+    ...policy.denyRead.filter((p) => visible.some((root) => within(p, root)) && exists(p))
+      .map((path) => ({ path, kind: "hide" as const })),
+  ];
+  const locked = policy.denyWrite.filter((p) =>
+    policy.write.some((root) => within(p, root)) && exists(p)
+  );
+  // The folder of a protected file (`.git` of `.git/config`) is bound onto itself: a mount point
+  // cannot be renamed or removed, so the file cannot be moved away with its folder and replaced.
+  // Its other files stay writable.
+  for (const dir of new Set(locked.map((path) => dirname(path)))) {
+    if (!policy.write.includes(dir) && policy.write.some((root) => within(dir, root))) {
+      mounts.push({ path: dir, kind: "write" });
     }
   }
-  for (const path of protect) args.push("--ro-bind", path, path);
-  // A grant inside a control folder keeps its access (a dependency's own folder under
-  // `.pml/deps/`); the control files themselves stay read-only.
-  for (const path of policy.rw) {
-    if (policy.protect.some((p) => path.startsWith(`${p}/`))) args.push("--bind-try", path, path);
+  mounts.push(...locked.map((path) => ({ path, kind: "lock" as const })));
+  mounts.sort((a, b) => depth(a.path) - depth(b.path) || PRECEDENCE[a.kind] - PRECEDENCE[b.kind]);
+  const seen = new Set<string>();
+  const remount: string[] = [];
+  for (const { path, kind } of mounts) {
+    const key = `${kind} ${path}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (kind === "read") args.push("--ro-bind-try", path, path);
+    else if (kind === "write") args.push("--bind-try", path, path);
+    else if (kind === "lock") args.push("--ro-bind", path, path);
+    else if (isDir(path)) {
+      // An empty folder, made read-only once everything inside it is mounted.
+      args.push("--tmpfs", path);
+      remount.push(path);
+    } else args.push("--ro-bind", "/dev/null", path);
   }
+  for (const path of remount) args.push("--remount-ro", path);
   args.push("--chdir", cwd, "--", ...command);
   return args;
 }

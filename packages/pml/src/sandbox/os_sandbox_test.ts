@@ -10,49 +10,91 @@ import {
   testConfig,
   textOf,
 } from "../testing/workspace.ts";
-import { bwrapArgs, detectOsSandbox, detectOsSandboxSoon } from "./os_sandbox.ts";
+import { bwrapArgs, detectOsSandbox, detectOsSandboxSoon, type OsPolicy } from "./os_sandbox.ts";
 import { SandboxPool } from "./pool.ts";
 
-Deno.test("bwrapArgs: namespaces, read-only system, grants as given, control files over them", async () => {
+/** A policy with nothing in it, for the renderer's tests to fill. */
+const EMPTY: OsPolicy = {
+  read: [],
+  write: [],
+  denyRead: [],
+  denyWrite: [],
+  net: false,
+  identity: { uid: 65534, gid: 65534 },
+  sockets: [],
+};
+
+Deno.test("bwrapArgs: namespaces, an unprivileged uid, /proc/sys read-only, grants as given, control files over them", async () => {
   await using ws = tempWorkspace();
   ws.write(".mcp.json", "{}");
   ws.write(".pml.json", "{}");
   const args = bwrapArgs(
     {
-      ro: ["/grant/ro"],
-      rw: [ws.dir],
-      protect: [`${ws.dir}/.pml.json`, `${ws.dir}/.mcp.json`, `${ws.dir}/.nope`],
-      net: false,
+      ...EMPTY,
+      read: ["/usr", "/grant/ro"],
+      write: [ws.dir],
+      denyWrite: [`${ws.dir}/.pml.json`, `${ws.dir}/.mcp.json`, `${ws.dir}/.nope`],
     },
     ws.dir,
     ["deno", "run", "x.ts"],
     "/opt/deno/deno",
   );
   const text = args.join(" ");
-  assertStringIncludes(text, "--unshare-all --die-with-parent --new-session --cap-drop ALL");
+  assertStringIncludes(text, "--unshare-all --unshare-user --uid 65534 --gid 65534");
+  assertStringIncludes(text, "--die-with-parent --new-session --cap-drop ALL --proc /proc");
+  assertStringIncludes(text, "--ro-bind-try /proc/sys /proc/sys");
   assert(!args.includes("--share-net"));
-  assertStringIncludes(text, "--ro-bind /usr /usr");
-  assertStringIncludes(text, "--ro-bind /opt/deno /opt/deno");
+  assertStringIncludes(text, "--ro-bind-try /usr /usr");
+  assertStringIncludes(text, "--ro-bind-try /opt/deno /opt/deno");
   assertStringIncludes(text, "--ro-bind-try /grant/ro /grant/ro");
   assertStringIncludes(text, `--bind-try ${ws.dir} ${ws.dir}`);
   // Protected files come after the writable bind, so they win; missing ones are not bound.
   assert(text.indexOf(`--ro-bind ${ws.dir}/.mcp.json`) > text.indexOf(`--bind-try ${ws.dir}`));
   assertStringIncludes(text, `--ro-bind ${ws.dir}/.pml.json`);
   assert(!text.includes(".nope"));
-  assert(!/bind(-try)? \/(home|root)\b/.test(text), "no home folder is bound");
   // The folder of a nested control file is a mount point of its own (cannot be moved away).
   ws.write(".vscode/mcp.json", "{}");
   const nested = bwrapArgs(
-    { ro: [], rw: [ws.dir], protect: [`${ws.dir}/.vscode/mcp.json`], net: false },
+    { ...EMPTY, write: [ws.dir], denyWrite: [`${ws.dir}/.vscode/mcp.json`] },
     ws.dir,
     ["x"],
   ).join(" ");
-  const folder = nested.indexOf(`--bind ${ws.dir}/.vscode ${ws.dir}/.vscode`);
+  const folder = nested.indexOf(`--bind-try ${ws.dir}/.vscode ${ws.dir}/.vscode`);
   assert(folder > nested.indexOf(`--bind-try ${ws.dir} ${ws.dir}`), nested);
   assert(nested.indexOf(`--ro-bind ${ws.dir}/.vscode/mcp.json`) > folder, nested);
   assert(!text.includes(`--bind ${ws.dir} `), "the workspace is not bound twice");
   assertEquals(args.slice(-4), ["--", "deno", "run", "x.ts"]);
-  assert(bwrapArgs({ ro: [], rw: [], protect: [], net: true }, "/", ["x"]).includes("--share-net"));
+  assert(bwrapArgs({ ...EMPTY, net: true }, "/", ["x"]).includes("--share-net"));
+});
+
+Deno.test("bwrapArgs: a more specific path wins, a deny wins at the same path, secrets only where visible", async () => {
+  await using ws = tempWorkspace();
+  ws.write("home/.ssh/id_ed25519", "KEY");
+  ws.write("home/.npmrc", "//registry/:_authToken=T");
+  ws.write("home/.pml/deno/x", "");
+  const home = `${ws.dir}/home`;
+  const args = bwrapArgs(
+    {
+      ...EMPTY,
+      read: [home, `${home}/.pml/deno`],
+      denyRead: [`${home}/.ssh`, `${home}/.npmrc`, `${home}/.pml`, "/nowhere/.aws"],
+    },
+    "/",
+    ["x"],
+  );
+  const text = args.join(" ");
+  const at = (part: string) => {
+    const i = text.indexOf(part);
+    assert(i >= 0, `${part} in ${text}`);
+    return i;
+  };
+  assert(at(`--tmpfs ${home}/.ssh`) > at(`--ro-bind-try ${home} ${home}`));
+  assertStringIncludes(text, `--ro-bind /dev/null ${home}/.npmrc`);
+  // A read grant inside a secret (a human's choice) is bound after it, so it is visible.
+  assert(at(`--ro-bind-try ${home}/.pml/deno`) > at(`--tmpfs ${home}/.pml `));
+  // Hidden folders are made read-only last, once what is inside them is mounted.
+  assert(at(`--remount-ro ${home}/.pml`) > at(`--ro-bind-try ${home}/.pml/deno`));
+  assert(!text.includes("/nowhere"), "a secret nothing shows is not rendered");
 });
 
 Deno.test("detectOsSandbox: a PATH without bwrap says what to install", () => {
@@ -272,7 +314,7 @@ Deno.test("pool: a sandbox whose OS policy changed is replaced; the old one fini
     }, { timeoutMs: 20_000 });
     ws.write(".mcp.json", "{}"); // the human adds a control file: it must be bound read-only
     const after = std.specFor("run");
-    assert(after.os!.protect.includes(`${ws.dir}/.mcp.json`));
+    assert(after.os!.denyWrite.includes(`${ws.dir}/.mcp.json`));
     const fresh = pool.get(after);
     assert(fresh !== old, "a new sandbox for the new policy");
     assertEquals(pool.get(after), fresh, "and it is kept");

@@ -151,11 +151,12 @@ export class SandboxProcess {
     // Deno's update check is a network lookup; a sandbox has no business with the network.
     const env: Record<string, string> = { ...spec.env, DENO_NO_UPDATE_CHECK: "1" };
     if (confined) {
-      // Inside the mount namespace the user's home and Deno cache do not exist: private ones.
-      // Unless the spec's Deno cache is bound in (registry modules need their cached npm imports).
-      if (!env.DENO_DIR || !spec.os!.ro.includes(env.DENO_DIR)) env.DENO_DIR = SANDBOX_DENO_DIR;
+      // Deno's cache is private, unless the spec's is bound in (registry modules need their
+      // cached npm imports). The home is the user's where the policy shows it (the toolbox of
+      // `shell:exec`: `~/.gitconfig`, toolchains), else an empty private one.
+      if (!env.DENO_DIR || !spec.os!.read.includes(env.DENO_DIR)) env.DENO_DIR = SANDBOX_DENO_DIR;
       env.TMPDIR = "/tmp";
-      if (env.HOME !== undefined) env.HOME = SANDBOX_HOME;
+      if (env.HOME !== undefined && !spec.os!.read.includes(env.HOME)) env.HOME = SANDBOX_HOME;
     }
     // Without the OS wall, a sandbox meant to have one and given no Deno cache would use the
     // user's (its `location_data` holds `localStorage` and the Cache API): a private one instead,

@@ -22,6 +22,7 @@ import { codeIntegrityRequest } from "../../registry/integrity_request.ts";
 import { isUnreachable } from "../../registry/registry_client.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { SandboxPool } from "../../sandbox/pool.ts";
+import { sandboxPolicy } from "../../sandbox/policy.ts";
 import {
   SandboxError,
   type SandboxProcess,
@@ -284,13 +285,17 @@ export class DenoModuleTarget implements Target {
       },
       cwd: "/",
       // The OS wall: the module's run folder and Deno's cache (its pinned npm imports), read-only.
-      os: {
-        ro: [dirname(entry), join(this.#d.config.pmlHome, "deno"), ...(net.length ? RESOLVER : [])],
-        rw: [],
-        protect: [],
+      os: sandboxPolicy({
+        view: "narrow",
+        env: this.#d.config.env,
+        deny: this.#d.config.sandbox.deny,
+        read: [
+          dirname(entry),
+          join(this.#d.config.pmlHome, "deno"),
+          ...(net.length ? RESOLVER : []),
+        ],
         net: net.length > 0,
-        system: "libs",
-      },
+      }),
     };
   }
 

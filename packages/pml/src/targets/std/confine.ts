@@ -1,6 +1,11 @@
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { PmlError } from "../../errors.ts";
-import { controlPathHit, sameFileAsControl } from "../../config/control_files.ts";
+import {
+  type GuardedHit,
+  guardedPathHit,
+  guardedPaths,
+  sameFileAsControl,
+} from "../../config/control_files.ts";
 
 /** Roots a local tool may touch: the workspace plus the extra grants of `.pml.json`. */
 export interface PathRoots {
@@ -68,7 +73,7 @@ export function confinePath(input: unknown, access: "read" | "write", roots: Pat
   const real = realPathForAccess(absolute);
   const grants = access === "read" ? [...roots.read, ...roots.write] : roots.write;
   if (inside(real, roots.workspace) || grants.some((g) => inside(real, g))) {
-    if (access === "write") refuseControlFile(input, real, roots.workspace);
+    if (access === "write") refuseGuardedFile(input, real, [roots.workspace, ...roots.write]);
     return real;
   }
   const via = real !== absolute ? ` (it resolves to "${real}")` : "";
@@ -81,16 +86,45 @@ export function confinePath(input: unknown, access: "read" | "write", roots: Pat
 
 /**
  * Refuses a write that would change one of PML's control files (`.pml.json`, `.pml/`, `.mcp.json`,
- * the client configs): the path itself, a folder holding one, or a hard link to one.
+ * the client configs) or a protected file the host runs later (`.git/config`, `.git/hooks/`, shell
+ * rc files, `.vscode/`, `.claude/`, …) of the workspace or of a write grant: the path itself (as it
+ * resolves: a symlink `notes.txt` → `.git/config` is `.git/config`), a folder holding one, or a hard
+ * link to one.
  */
-function refuseControlFile(input: string, real: string, workspace: string): void {
-  const hit = controlPathHit(real, workspace) ?? sameFileAsControl(real, workspace);
+function refuseGuardedFile(input: string, real: string, roots: readonly string[]): void {
+  const hit = guardedPathHit(real, roots) ??
+    linkedHit(real, roots);
   if (hit === undefined) return;
-  const how = hit === real ? "it is" : "it would change";
+  const how = hit.path === real ? "it is" : "it would change";
+  const name = relative(hit.root, hit.path) || hit.path;
+  const shown = hit.root === roots[0] ? name : hit.path;
+  const via = input !== real && resolve(roots[0], input) !== real
+    ? ` (it resolves to "${real}")`
+    : "";
+  const details = { path: input, resolved: real, [hit.kind]: shown };
+  if (hit.kind === "control") {
+    throw new PmlError(
+      "CONTROL_FILE",
+      `Cannot write "${input}"${via}: ${how} PML's control file "${shown}", which only you (or ` +
+        "pml on your decision) may change; edit it by hand",
+      { details },
+    );
+  }
   throw new PmlError(
-    "CONTROL_FILE",
-    `Cannot write "${input}": ${how} PML's control file "${relative(workspace, hit)}", which ` +
-      "only you (or pml on your decision) may change; edit it by hand",
-    { details: { path: input, resolved: real, control: relative(workspace, hit) } },
+    "PROTECTED_FILE",
+    `Cannot write "${input}"${via}: ${how} "${shown}", a file your tools run or read as ` +
+      "configuration later (git, your shell, your editor or agent), which no tool may change; edit it by hand",
+    { details },
   );
+}
+
+/** The guarded file `real` is a hard link of, as a hit. */
+function linkedHit(real: string, roots: readonly string[]): GuardedHit | undefined {
+  for (const root of roots) {
+    const path = sameFileAsControl(real, root, guardedPaths([root]));
+    if (path) {
+      return guardedPathHit(path, [root]) ?? { path, kind: "protected", root };
+    }
+  }
+  return undefined;
 }

@@ -105,9 +105,47 @@ Deno.test("confinePath: control files are readable but never writable, by any sp
   ) {
     assertThrows(() => confinePath(p, "write", roots), PmlError, "control file");
   }
-  assertEquals(
-    confinePath(".vscode/settings.json", "write", roots),
-    join(ws.dir, ".vscode/settings.json"),
-  );
+  assertEquals(confinePath(".editorconfig", "write", roots), join(ws.dir, ".editorconfig"));
   assertEquals(confinePath(".pml.json.txt", "write", roots), join(ws.dir, ".pml.json.txt"));
+});
+
+Deno.test("confinePath: files the host runs later are never writable, here or in a write grant, by what they resolve to", async () => {
+  await using ws = tempWorkspace();
+  const other = join(ws.root, "other");
+  Deno.mkdirSync(join(other, ".git", "hooks"), { recursive: true });
+  ws.write(".git/config", "[core]\n");
+  Deno.symlinkSync(join(ws.dir, ".git", "config"), join(ws.dir, "notes.txt"));
+  const roots = { workspace: ws.dir, read: [], write: [other] };
+  for (
+    const p of [
+      ".git/config",
+      ".git/hooks/pre-commit",
+      ".git",
+      ".bashrc",
+      ".zshrc",
+      ".profile",
+      ".gitconfig",
+      ".gitmodules",
+      ".vscode/tasks.json",
+      ".idea/workspace.xml",
+      ".claude/settings.json",
+      ".claude/commands/x.md",
+      "notes.txt",
+      join(other, ".git/hooks/post-checkout"),
+      join(other, ".bashrc"),
+    ]
+  ) {
+    assertThrows(() => confinePath(p, "write", roots), PmlError, "no tool may change");
+  }
+  assertThrows(() => confinePath(join(other, ".pml.json"), "write", roots), PmlError, "control");
+  // The refusal names what a symlink resolves to.
+  assertThrows(
+    () => confinePath("notes.txt", "write", roots),
+    PmlError,
+    `it resolves to "${join(ws.dir, ".git", "config")}"`,
+  );
+  // git's own work beside them stays writable.
+  for (const p of [".git/index", ".git/objects/ab/cdef", ".git/refs/heads/main", ".gitignore"]) {
+    assertEquals(confinePath(p, "write", roots), join(ws.dir, p));
+  }
 });

@@ -1,5 +1,4 @@
 import type { CallToolResult } from "../../sdk/types.ts";
-import { exists } from "../../exists.ts";
 import { join } from "node:path";
 import * as filesystem from "../../../../../registry/std/filesystem.ts";
 import * as shell from "../../../../../registry/std/shell.ts";
@@ -12,7 +11,9 @@ import {
   detectOsSandboxSoon,
   type OsSandboxStatus,
 } from "../../sandbox/os_sandbox.ts";
-import { controlFilePaths } from "../../config/control_files.ts";
+import { guardedPathHit, guardedPaths } from "../../config/control_files.ts";
+import { missingGuarded, settleCreatedGuarded } from "./created_guarded.ts";
+import { type PolicyInput, sandboxPolicy } from "../../sandbox/policy.ts";
 import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import { sandboxEntry } from "../../paths.ts";
@@ -132,7 +133,12 @@ export class StdTarget implements Target {
     return Promise.resolve(metaOf(ns, action) !== undefined);
   }
 
-  /** The sandbox a tool with this access runs in (exported as data for tests and `pml status`). */
+  /**
+   * The sandbox a tool with this access runs in (exported as data for tests and `pml status`). The
+   * read and write tools get the narrow view (Deno code: the workspace and grants only); `shell:exec`
+   * gets the toolbox (the system, `HOME` and `PATH` read-only, minus the secrets) and writes the
+   * workspace and write grants. Control and protected files stay read-only in both.
+   */
   specFor(access: Access): SandboxSpec {
     const { workspace, sandbox, env, pmlHome } = this.#config;
     const base = {
@@ -142,10 +148,8 @@ export class StdTarget implements Target {
     };
     const readRoots = [workspace, ...sandbox.read, ...sandbox.write];
     const writeRoots = [workspace, ...sandbox.write];
-    // Control files are bound read-only over the writable workspace (DESIGN §12). Only existing
-    // ones can be bound: when one appears (the human runs `pml init`), the policy changes and the
-    // pool starts a new sandbox for it.
-    const protect = () => controlFilePaths(workspace).filter(exists);
+    const policy = (input: Omit<PolicyInput, "env" | "deny">) =>
+      sandboxPolicy({ ...input, env, deny: sandbox.deny });
     switch (access) {
       case "read":
         return {
@@ -157,7 +161,7 @@ export class StdTarget implements Target {
           run: false,
           env: base,
           cwd: workspace,
-          os: { ro: readRoots, rw: [], protect: [], net: false, system: "libs" },
+          os: policy({ view: "narrow", read: readRoots }),
         };
       case "write":
         return {
@@ -169,9 +173,15 @@ export class StdTarget implements Target {
           run: false,
           env: base,
           cwd: workspace,
-          os: { ro: readRoots, rw: writeRoots, protect: protect(), net: false, system: "libs" },
+          os: policy({
+            view: "narrow",
+            read: readRoots,
+            write: writeRoots,
+            denyWrite: guardedPaths(writeRoots),
+          }),
         };
-      case "run":
+      case "run": {
+        const agent = sandbox.sshAgent ? env.SSH_AUTH_SOCK : undefined;
         return {
           entry: ENTRY,
           lean: true,
@@ -179,13 +189,28 @@ export class StdTarget implements Target {
           write: [],
           net: [],
           run: true,
-          env: { ...base, HOME: env.HOME ?? workspace, LANG: env.LANG ?? "C.UTF-8" },
+          env: {
+            ...base,
+            HOME: env.HOME ?? workspace,
+            LANG: env.LANG ?? "C.UTF-8",
+            // HOME is read-only: caches go to the sandbox's private /tmp.
+            XDG_CACHE_HOME: "/tmp/.cache",
+            ...(agent ? { SSH_AUTH_SOCK: agent } : {}),
+          },
           cwd: workspace,
-          // What the shell's programs can reach: the workspace and the grants, nothing of the
-          // user's home, no network, its own pid namespace (children die with the sandbox).
-          os: { ro: [...sandbox.read], rw: writeRoots, protect: protect(), net: false },
+          // The programs the shell runs see the machine as a toolbox minus its secrets, write the
+          // workspace and grants minus control and protected files, have no network and their own
+          // pid namespace (children die with the sandbox).
+          os: policy({
+            view: "toolbox",
+            read: sandbox.read,
+            write: writeRoots,
+            denyWrite: guardedPaths(writeRoots),
+            sockets: agent ? [agent] : [],
+          }),
           maxProcesses: MAX_SHELL_PROCESSES,
         };
+      }
     }
   }
 
@@ -217,6 +242,8 @@ export class StdTarget implements Target {
         await this.#audit.write("path_blocked", { tool: call.toolId, ...err.details });
       } else if (isPmlError(err, "CONTROL_FILE")) {
         await this.#audit.write("control_file_blocked", { tool: call.toolId, ...err.details });
+      } else if (isPmlError(err, "PROTECTED_FILE")) {
+        await this.#audit.write("protected_file_blocked", { tool: call.toolId, ...err.details });
       }
       return errorResult(err instanceof Error ? err.message : String(err));
     }
@@ -243,7 +270,7 @@ export class StdTarget implements Target {
       // `.pml/` must exist to be bound read-only into the sandbox.
       await Deno.mkdir(join(this.#config.workspace, ".pml"), { recursive: true }).catch(() => {});
     }
-    const missingControl = meta.access === "run" ? this.#missingControlFiles() : [];
+    const missingGuarded = meta.access === "run" ? this.#missingGuardedFiles() : [];
     const proc = this.#pool.get(this.specFor(meta.access));
     try {
       const value = await proc.call(
@@ -253,7 +280,7 @@ export class StdTarget implements Target {
         // What the command detached from its group (`setsid`) ends with the command too.
         if (meta.access === "run") await proc.killStrays();
       });
-      const created = await this.#removeCreatedControlFiles(call.toolId, missingControl);
+      const created = await this.#settleCreatedGuardedFiles(call.toolId, missingGuarded);
       const result = toCallToolResult(value);
       if (!unconfinedNote && !created) return result;
       return {
@@ -293,29 +320,33 @@ export class StdTarget implements Target {
     return this.#osStatus ??= this.#detectOs();
   }
 
-  /** Control files that do not exist yet: a bind cannot protect them, so they are watched. */
-  #missingControlFiles(): string[] {
-    return controlFilePaths(this.#config.workspace).filter((p) => !exists(p));
+  /** Guarded files that do not exist yet: a bind cannot protect them, so they are watched. */
+  #missingGuardedFiles(): string[] {
+    const { workspace, sandbox } = this.#config;
+    return missingGuarded(guardedPaths([workspace, ...sandbox.write]));
   }
 
   /**
-   * Removes control files that a shell command created where none existed (the OS sandbox binds
-   * only existing ones read-only), and says so. Returns the note for the result, or "".
+   * Removes the control and protected files a shell command created where none existed (the OS
+   * sandbox binds only existing ones read-only; a new repository's checked config and hooks stay),
+   * audits it and says so. Returns the note for the result, or "".
    */
-  async #removeCreatedControlFiles(toolId: string, wereMissing: string[]): Promise<string> {
-    const created = wereMissing.filter(exists);
-    for (const path of created) {
-      await Deno.remove(path, { recursive: true }).catch(() => {});
-      await this.#audit.write("control_file_blocked", {
-        tool: toolId,
-        path,
-        action: "created by the command; removed",
-      });
+  async #settleCreatedGuardedFiles(toolId: string, wereMissing: string[]): Promise<string> {
+    const settled = await settleCreatedGuarded(wereMissing);
+    const removed = settled.filter((s) => s.outcome === "removed");
+    const { workspace, sandbox } = this.#config;
+    for (const { path, why } of removed) {
+      const hit = guardedPathHit(path, [workspace, ...sandbox.write]);
+      await this.#audit.write(
+        hit?.kind === "protected" ? "protected_file_blocked" : "control_file_blocked",
+        { tool: toolId, path, action: `created by the command; removed${why ? ` (${why})` : ""}` },
+      );
     }
-    return created.length
+    return removed.length
       ? `[pml: removed ${
-        created.map((p) => `"${p}"`).join(", ")
-      }: PML's control files are not for tools to create]\n`
+        removed.map((r) => `"${r.path}"${r.why ? ` (${r.why})` : ""}`).join(", ")
+      }: control files and files your tools run later (git config and hooks, shell rc files, ` +
+        `editor and agent settings) are not for tools to create]\n`
       : "";
   }
 }

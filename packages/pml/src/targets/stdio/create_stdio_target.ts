@@ -89,6 +89,7 @@ export function createStdioTarget(
     unconfined: config.sandbox.unconfined,
     osSandbox: opts.osSandbox,
     net: config.sandbox.net,
+    deny: config.sandbox.deny,
     pins: deps.pins,
   });
   return { target, manager };

@@ -58,6 +58,8 @@ export interface StdioTargetDeps {
   readonly osSandbox?: OsSandboxStatus;
   /** `.pml.json` `sandbox.net`: hosts granted to every server on top of what it declares. */
   readonly net?: readonly string[];
+  /** `.pml.json` `sandbox.deny`: secrets hidden besides the built-in ones. */
+  readonly deny?: readonly string[];
   /**
    * Pins in `.pml/mcp.lock`: the metadata of registry and catalogue servers, and the tool
    * definitions each running server lists (`private_mcps` servers are the user's own: not pinned).

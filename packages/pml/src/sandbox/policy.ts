@@ -1,0 +1,258 @@
+/**
+ * The sandbox policy (DESIGN §13 "Sandbox model"): one plain-data value per sandbox that says what
+ * it may read, what it may write, what stays hidden or read-only inside those, its network and its
+ * identity. It is what `pml status` prints and what the attack tests assert against; each platform
+ * only renders it (`os_sandbox.ts`: bubblewrap arguments on Linux).
+ *
+ * Two views of the machine:
+ * - **toolbox** (`shell:exec`, raw declared commands, npm dependencies: programs): the system
+ *   folders, `HOME` and the folders on `PATH`, read-only, minus {@link secretPaths};
+ * - **narrow** (the std read and write tools, `pml:execute`, registry modules: Deno code that needs
+ *   no toolbox): Deno's shared libraries and the sandbox's own grants, nothing else.
+ *
+ * Rule of precedence, the same on every platform: a more specific path wins over a less specific
+ * one; for the same path, a deny wins over a grant. So a write grant of the workspace keeps its
+ * `.git/config` read-only, and an explicit read grant inside a secret folder (a human's choice in
+ * `.pml.json`) is visible.
+ *
+ * @module
+ */
+import { entryExists, exists } from "../exists.ts";
+import { isAbsolute, join } from "node:path";
+import { within } from "../config/control_files.ts";
+
+/** What one sandbox may do, as data. */
+export interface OsPolicy {
+  /** Bound read-only: the view (system, toolbox) and the read grants. */
+  readonly read: readonly string[];
+  /** Bound read-write: the workspace and write grants, when the sandbox writes. */
+  readonly write: readonly string[];
+  /** Hidden (an empty, read-only folder or file in their place): secrets. */
+  readonly denyRead: readonly string[];
+  /**
+   * Read-only over the writes (PML's control files and the files the host runs later). Those that
+   * do not exist when the sandbox starts cannot be bound: the std target watches them instead.
+   */
+  readonly denyWrite: readonly string[];
+  /** Share the host's network (never for std tools). */
+  readonly net: boolean;
+  /**
+   * The uid and gid inside. Never 0: when `pml` runs as root, the sandbox shows an unprivileged
+   * uid; that uid still maps to host root for the kernel's owner checks (docs/security.md
+   * "Identity" says what holds then).
+   */
+  readonly identity: { readonly uid: number; readonly gid: number };
+  /**
+   * Unix sockets the sandbox may connect to (the SSH agent when `.pml.json` grants it); any other
+   * new unix socket is refused by a seccomp filter. Empty: no `socket(AF_UNIX)` at all.
+   */
+  readonly sockets: readonly string[];
+}
+
+/** System folders of the toolbox view (those that exist): programs, libraries, configuration. */
+export const SYSTEM_TOOLBOX = [
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/lib",
+  "/lib64",
+  "/lib32",
+  "/libx32",
+  "/etc",
+  "/opt",
+  "/nix",
+  "/snap",
+] as const;
+
+/** What Deno itself needs of the system: its shared libraries. */
+export const SYSTEM_LIBS = ["/usr", "/lib", "/lib64", "/lib32"] as const;
+
+/**
+ * Secrets under `HOME`, hidden from every sandbox whatever else it sees: keys, cloud and registry
+ * credentials, keyrings, browser profiles, PML's own folder (credentials, trust store, caches) and
+ * the agents' credentials. `.pml.json` `sandbox.deny` adds to it.
+ */
+export const HOME_SECRETS: readonly string[] = [
+  ".ssh",
+  ".aws",
+  ".azure",
+  ".kube",
+  ".gnupg",
+  ".docker/config.json",
+  ".npmrc",
+  ".yarnrc.yml",
+  ".pypirc",
+  ".netrc",
+  ".git-credentials",
+  ".config/git/credentials",
+  ".config/gcloud",
+  ".config/gh",
+  ".config/hub",
+  ".cargo/credentials",
+  ".cargo/credentials.toml",
+  ".gem/credentials",
+  ".terraform.d/credentials.tfrc.json",
+  ".vault-token",
+  ".password-store",
+  ".pml",
+  ".claude/.credentials.json",
+  ".claude.json",
+  ".codex/auth.json",
+  ".gemini/oauth_creds.json",
+  ".mozilla",
+  ".config/google-chrome",
+  ".config/chromium",
+  ".config/BraveSoftware",
+  ".config/microsoft-edge",
+  ".local/share/keyrings",
+  ".config/op",
+  ".bash_history",
+  ".zsh_history",
+];
+
+/** Secrets of the system: password hashes and who may become root. */
+export const SYSTEM_SECRETS: readonly string[] = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/security/opasswd",
+  "/etc/ssl/private",
+];
+
+/** Where the homes of the machine's users live (other users' homes are never visible). */
+const HOMES_ROOTS = ["/home", "/root"];
+
+/** The real path of `path`, or `undefined` when it does not exist. */
+function real(path: string): string | undefined {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The secrets to hide for a user whose home is `home`, plus `extra` (`.pml.json` `sandbox.deny`):
+ * each as given and, for a symlink, as its target. When `pml` runs as root, the files of `/etc`
+ * that only root may read are added: a sandbox's uid still owns root's files for the kernel, so
+ * what the permission bits keep from other users must be hidden instead.
+ */
+export function secretPaths(
+  home: string | undefined,
+  extra: readonly string[] = [],
+  asRoot = Deno.uid() === 0,
+): string[] {
+  const out = new Set<string>();
+  const add = (path: string) => {
+    out.add(path);
+    const target = real(path);
+    if (target && target !== path) out.add(target);
+  };
+  if (home) { for (const rel of HOME_SECRETS) add(join(home, rel)); }
+  for (const path of [...SYSTEM_SECRETS, ...extra]) add(path);
+  if (asRoot) { for (const path of rootOnlyFiles("/etc")) out.add(path); }
+  return [...out].sort();
+}
+
+/** Files and folders under `dir` that others cannot read (mode without `o+r`), not descended. */
+function rootOnlyFiles(dir: string, depth = 0): string[] {
+  const found: string[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(dir)];
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isSymlink) continue;
+    let mode: number | null;
+    try {
+      mode = Deno.lstatSync(path).mode;
+    } catch {
+      continue;
+    }
+    if (mode !== null && (mode & 0o004) === 0) found.push(path);
+    else if (entry.isDirectory && depth < 4) found.push(...rootOnlyFiles(path, depth + 1));
+  }
+  return found;
+}
+
+/**
+ * The toolbox view for a user with this `HOME` and `PATH`: the system folders, the home and every
+ * folder on `PATH` (real paths), minus what lies in a secret or in another user's home.
+ */
+export function toolboxReads(
+  env: { readonly HOME?: string; readonly PATH?: string },
+  secrets: readonly string[],
+): string[] {
+  const home = env.HOME && isAbsolute(env.HOME) ? real(env.HOME) : undefined;
+  const out = new Set<string>(SYSTEM_TOOLBOX.filter(exists));
+  if (home && home !== "/") out.add(home);
+  for (const dir of (env.PATH ?? "").split(":")) {
+    if (!isAbsolute(dir)) continue;
+    const path = real(dir);
+    if (!path || path === "/") continue;
+    if ([...out].some((root) => within(path, root))) continue;
+    if (secrets.some((s) => within(path, s))) continue;
+    if (HOMES_ROOTS.some((h) => within(path, h)) && !(home && within(path, home))) continue;
+    out.add(path);
+  }
+  return [...out];
+}
+
+/** The narrow view: Deno's shared libraries. */
+export function libsReads(): string[] {
+  return SYSTEM_LIBS.filter(exists);
+}
+
+/** The uid and gid a sandbox runs as: the user's own, or 65534 ("nobody") instead of root. */
+export function sandboxIdentity(
+  uid = Deno.uid() ?? 65534,
+  gid = Deno.gid() ?? 65534,
+): OsPolicy["identity"] {
+  return uid === 0 ? { uid: 65534, gid: 65534 } : { uid, gid };
+}
+
+/** What a sandbox is for, from which {@link sandboxPolicy} builds its policy. */
+export interface PolicyInput {
+  /** `toolbox` for programs, `narrow` for Deno code (see the module's doc). */
+  readonly view: "toolbox" | "narrow";
+  /** The user's `HOME` and `PATH` (the toolbox, and where the secrets are). */
+  readonly env: { readonly HOME?: string; readonly PATH?: string };
+  readonly read?: readonly string[];
+  readonly write?: readonly string[];
+  /** Secrets besides the built-in ones (`.pml.json` `sandbox.deny`). */
+  readonly deny?: readonly string[];
+  /** Control and protected files (`guardedPaths` of the write roots). */
+  readonly denyWrite?: readonly string[];
+  readonly net?: boolean;
+  readonly sockets?: readonly string[];
+}
+
+/**
+ * The policy of one sandbox.
+ *
+ * @example
+ * ```ts
+ * sandboxPolicy({ view: "toolbox", env: { HOME: "/home/a", PATH: "/usr/bin" }, write: ["/w"] });
+ * ```
+ */
+export function sandboxPolicy(input: PolicyInput): OsPolicy {
+  const secrets = secretPaths(input.env.HOME, input.deny);
+  const view = input.view === "toolbox" ? toolboxReads(input.env, secrets) : libsReads();
+  // Only what exists can be bound: a secret or a guarded file that appears later changes the
+  // policy, and the pool then replaces the warm sandbox that did not hide it.
+  return {
+    read: [...new Set([...view, ...(input.read ?? [])])],
+    write: [...new Set(input.write ?? [])],
+    denyRead: secrets.filter(entryExists),
+    denyWrite: [...new Set(input.denyWrite ?? [])].filter(entryExists),
+    net: input.net ?? false,
+    identity: sandboxIdentity(),
+    sockets: [...(input.sockets ?? [])],
+  };
+}
