@@ -104,10 +104,11 @@ Deno.test("a proxied call carries the BYOK key to the upstream and nowhere else"
     // And nowhere else: logs (there is at least the downstream failure) and storage.
     assert.ok(logs.length >= 1, "the failing upstream was logged");
     assert.ok(logs.every((line) => !line.includes(key)), logs.join("\n"));
-    await store.close();
+    await server.close(); // ends the upstream sessions, then closes the store
     assert.ok(!storeDump(file).includes(key), "the key is in the SQLite store");
     assert.ok(storeDump(file).includes("upstream:echo"), "the dump reads the store");
   } finally {
+    await server.close().catch(() => {});
     await http.shutdown();
     await recorder.close();
     await upstream.close();
@@ -146,9 +147,9 @@ Deno.test("keys serve one request only; a call without the key names the variabl
       await withoutKey.close();
     }
   } finally {
+    await server.close(); // first: its upstream sessions hold streams open through the recorder
     await recorder.close();
     await upstream.close();
-    await server.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,9 +1,12 @@
 /**
  * Test upstreams for the http proxy: `@modelcontextprotocol/server-everything` in Streamable
- * HTTP mode on a loopback port, and a recording proxy in front of it that keeps the headers of
- * every request it forwards.
+ * HTTP mode on a loopback port, a recording proxy in front of it that keeps the headers of
+ * every request it forwards, and the SDK's own server counting its sessions.
  */
 import { join } from "node:path";
+import { WebStandardStreamableHTTPServerTransport } from "../src/mcp/sdk/http_server.ts";
+import { Server } from "../src/mcp/sdk/server.ts";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "../src/mcp/sdk/types.ts";
 
 const REPO = join(import.meta.dirname!, "../../..");
 const EVERYTHING = join(REPO, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -68,5 +71,85 @@ export function startRecordingProxy(target: string): Upstream & { readonly seen:
     url: `http://127.0.0.1:${server.addr.port}/mcp`,
     seen,
     close: () => server.shutdown(),
+  };
+}
+
+/** What {@link startCountingUpstream} saw. */
+export interface CountingUpstream extends Upstream {
+  /** The `Authorization` header of each session's `initialize`, by session id. */
+  readonly sessions: Map<string, string | null>;
+  /** Each `tools/call`: its session and `Authorization` header. */
+  readonly calls: { session: string; authorization: string | null }[];
+  /** Ends every session on the server's side, as an upstream restart or expiry does. */
+  dropSessions(): Promise<void>;
+}
+
+/**
+ * The SDK's `Server` behind its Streamable HTTP transport in stateful mode (a session id per
+ * `initialize`) on 127.0.0.1, any free port, with one tool `echo` that answers
+ * `<message> (session <n>)`; it records every session and every call with its headers.
+ */
+export function startCountingUpstream(): CountingUpstream {
+  const sessions = new Map<string, string | null>();
+  const transports = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  const calls: CountingUpstream["calls"] = [];
+  const open = async (authorization: string | null) => {
+    const server = new Server({ name: "counting", version: "0.0.0" }, {
+      capabilities: { tools: {} },
+    });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [] }));
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const session = extra.sessionId!;
+      calls.push({ session, authorization: extra.requestInfo?.headers.authorization as string });
+      const n = [...sessions.keys()].indexOf(session) + 1;
+      return {
+        content: [{ type: "text", text: `${request.params.arguments?.message} (session ${n})` }],
+      };
+    });
+    const transport: WebStandardStreamableHTTPServerTransport =
+      new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        enableJsonResponse: true,
+        onsessioninitialized: (id) => {
+          sessions.set(id, authorization);
+          transports.set(id, transport);
+        },
+      });
+    await server.connect(transport);
+    return transport;
+  };
+  const http = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => {
+      const id = request.headers.get("mcp-session-id");
+      const known = id === null ? undefined : transports.get(id);
+      if (known) return await known.handleRequest(request);
+      if (id !== null) {
+        return Response.json({
+          jsonrpc: "2.0",
+          error: { code: -32001, message: "Session not found" },
+          id: null,
+        }, {
+          status: 404,
+        });
+      }
+      if (request.method !== "POST") return new Response(null, { status: 405 });
+      return await (await open(request.headers.get("authorization"))).handleRequest(request);
+    },
+  );
+  const dropSessions = async () => {
+    const ending = [...transports.values()];
+    transports.clear();
+    await Promise.all(ending.map((transport) => transport.close()));
+  };
+  return {
+    url: `http://127.0.0.1:${http.addr.port}/mcp`,
+    sessions,
+    calls,
+    dropSessions,
+    close: async () => {
+      await dropSessions();
+      await http.shutdown();
+    },
   };
 }

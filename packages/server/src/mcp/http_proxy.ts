@@ -1,27 +1,26 @@
 /**
- * Calls a tool of an `http` registry entry on its remote MCP server (`proxyTo`), through the
- * SDK `Client` and `StreamableHTTPClientTransport`, with the caller's BYOK key placed as the
- * entry's `byok` field says (for example `Authorization: Bearer <key>`).
+ * Calls a tool of an `http` registry entry on its remote MCP server (`proxyTo`), on an upstream
+ * session of {@link UpstreamSessions} (the SDK `Client` and `StreamableHTTPClientTransport`), with
+ * the caller's BYOK key placed as the entry's `byok` field says (for example
+ * `Authorization: Bearer <key>`).
  *
- * The key lives in the outgoing request's headers for this call only: it is not cached, not
- * stored, and scrubbed from every message this module returns or logs.
+ * The key lives in memory only, in the headers of the upstream session opened with it (sessions are
+ * per upstream and header set, so no other key's caller uses it), until that session has been idle
+ * for a minute: it is never stored, and scrubbed from every message this module returns or logs.
  *
  * @module
  */
 import { redact } from "./byok.ts";
 import type { ByokKeys } from "./byok.ts";
 import { errorResult } from "./results.ts";
-import { Client } from "./sdk/client.ts";
-import { StreamableHTTPClientTransport } from "./sdk/http_client.ts";
 import type { CallToolResult } from "./sdk/types.ts";
 import type { CatalogTool } from "./tool_catalog.ts";
+import type { UpstreamSessions } from "./upstream_sessions.ts";
 
 /** What the proxy needs from the server. */
 export interface ProxyDeps {
-  /** fetch used for upstream requests (tests pass one bound to a fake). */
-  readonly fetch?: typeof fetch;
-  /** Upper bound of one upstream call (ms). */
-  readonly timeoutMs: number;
+  /** The upstream sessions (one pool per server). */
+  readonly sessions: UpstreamSessions;
   /** Where failures are reported (already redacted). */
   readonly log: (line: string) => void;
 }
@@ -43,19 +42,13 @@ export async function proxyToolCall(
   if (http.byok) {
     headers[http.byok.header] = http.byok.format.replaceAll("{key}", keys.get(http.byok.env)!);
   }
-  const transport = new StreamableHTTPClientTransport(new URL(http.proxyTo), {
-    requestInit: { headers },
-    ...(deps.fetch ? { fetch: deps.fetch } : {}),
-  });
-  const client = new Client({ name: "pml-server", version: "0.1.0" }, { capabilities: {} });
   try {
-    await client.connect(transport, { timeout: deps.timeoutMs });
-    const result = await client.callTool(
-      { name: http.upstreamName, arguments: args },
-      undefined,
-      { timeout: deps.timeoutMs },
-    );
-    return result as CallToolResult;
+    return await deps.sessions.callTool({
+      url: http.proxyTo,
+      headers,
+      name: http.upstreamName,
+      args,
+    });
   } catch (error) {
     const origin = new URL(http.proxyTo).origin;
     const message = redact(
@@ -64,9 +57,6 @@ export async function proxyToolCall(
     );
     deps.log(`pml-server: ${message}`);
     return errorResult("UPSTREAM_ERROR", message, { tool: tool.id });
-  } finally {
-    await transport.terminateSession().catch(() => {});
-    await client.close().catch(() => {});
   }
 }
 

@@ -26,6 +26,7 @@ import { Server } from "./sdk/server.ts";
 import { lazySchemaValidator } from "../../../pml/src/sdk/validation.ts";
 import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from "./sdk/types.ts";
 import { ToolCatalog } from "./tool_catalog.ts";
+import { UpstreamSessions } from "./upstream_sessions.ts";
 
 /** Dependencies of {@link createMcpHandler}; only `store` is required. */
 export interface McpHandlerDeps {
@@ -38,6 +39,8 @@ export interface McpHandlerDeps {
   readonly maxBodyBytes?: number;
   /** Upper bound of one proxied call (ms, default 60 000). */
   readonly proxyTimeoutMs?: number;
+  /** How long an idle upstream session of the http proxy stays open (ms, default 60 000). */
+  readonly proxyIdleMs?: number;
   /** How long a built tool catalog is trusted before checking the registry version (ms). */
   readonly cacheTtlMs?: number;
   readonly now?: () => number;
@@ -47,7 +50,10 @@ export interface McpHandlerDeps {
   readonly execute?: ServerExecuteOptions;
 }
 
-/** The handler, plus `close()` for the sandboxes of `pml:execute` (call it on shutdown). */
+/**
+ * The handler, plus `close()` for the sandboxes of `pml:execute` and the proxy's upstream sessions
+ * (call it on shutdown).
+ */
 export type ClosableMcpHandler = McpHandler & { close(): Promise<void> };
 
 const SERVER_INFO = { name: "pml-server", version: "0.1.0" };
@@ -66,7 +72,11 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const catalog = new ToolCatalog(deps.store, { ttlMs: deps.cacheTtlMs, now: deps.now });
   const log = deps.log ?? ((line: string) => console.error(line));
   const maxBodyBytes = deps.maxBodyBytes ?? 1024 * 1024;
-  const timeoutMs = deps.proxyTimeoutMs ?? 60_000;
+  const sessions = new UpstreamSessions({
+    fetch: deps.fetch,
+    timeoutMs: deps.proxyTimeoutMs ?? 60_000,
+    idleMs: deps.proxyIdleMs,
+  });
   const executor = new ServerExecutor({ ...deps.execute, routing: deps.routing });
   const execute = executor.tool;
 
@@ -109,7 +119,7 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
         })),
       ],
     }));
-    const callContext = { snapshot, keys, fetch: deps.fetch, timeoutMs, log };
+    const callContext = { snapshot, keys, sessions, log };
     const packageClient = request.headers.get(CLIENT_HEADER)?.trim().toLowerCase() === "package";
     server.setRequestHandler(CallToolRequestSchema, (call, extra) => {
       const { name, arguments: args = {} } = call.params;
@@ -132,7 +142,10 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
       await server.close();
     }
   };
-  return Object.assign(handler, { close: () => executor.close() });
+  const close = async () => {
+    await Promise.all([executor.close(), sessions.close()]);
+  };
+  return Object.assign(handler, { close });
 }
 
 /**

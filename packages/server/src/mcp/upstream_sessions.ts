@@ -1,0 +1,181 @@
+/**
+ * The http proxy's upstream MCP sessions, reused from call to call: one SDK `Client` on a
+ * `StreamableHTTPClientTransport` per (upstream URL, outgoing header set). The header set holds
+ * the caller's BYOK key, so two users' keys never share a session, and a key reaches only the
+ * session opened with it. Opening a session per call (`initialize`, `notifications/initialized`,
+ * the call, `DELETE`) cost the upstream several times the call itself.
+ *
+ * A session lives while it is used and `idleMs` after its last call; then it is ended (`DELETE`)
+ * and its client closed, and with it the only copy of the key it held. Sessions are found by a
+ * SHA-256 of their URL and headers, so no key is a map key. A session the upstream no longer knows
+ * (404, as the Streamable HTTP transport answers an ended or expired session) is dropped and the
+ * call made once more on a new one: the upstream did not run it. Any other transport failure or a
+ * timeout drops the session without retrying the call (it may have run); an MCP error answered by
+ * the upstream leaves the session as it is.
+ *
+ * @module
+ */
+import { sha256Hex } from "../registry/hash.ts";
+import { Client } from "./sdk/client.ts";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "./sdk/http_client.ts";
+import { type CallToolResult, ErrorCode, McpError } from "./sdk/types.ts";
+
+/** Settings of {@link UpstreamSessions}. */
+export interface UpstreamSessionOptions {
+  /** fetch used for upstream requests (default: the global `fetch`). */
+  readonly fetch?: typeof fetch;
+  /** Upper bound of the `initialize` and of one call (ms). */
+  readonly timeoutMs: number;
+  /** How long an unused session is kept open (ms, default 60 000). */
+  readonly idleMs?: number;
+  /** Most sessions kept at once; past it the least recently used idle one is ended (default 256). */
+  readonly maxSessions?: number;
+}
+
+/** One upstream tool call: where, with which headers, what. */
+export interface UpstreamCall {
+  readonly url: string;
+  /** Every header the upstream must see (the BYOK header among them). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly name: string;
+  readonly args: Record<string, unknown>;
+}
+
+interface Session {
+  readonly client: Promise<Client>;
+  readonly transport: StreamableHTTPClientTransport;
+  calls: number;
+  idle?: ReturnType<typeof setTimeout>;
+  ended?: Promise<void>;
+}
+
+/**
+ * The pool. `close()` ends every session (call it on shutdown).
+ *
+ * @example
+ * ```ts
+ * const sessions = new UpstreamSessions({ timeoutMs: 60_000 });
+ * const result = await sessions.callTool({ url, headers, name: "search", args: { q: "mcp" } });
+ * await sessions.close();
+ * ```
+ */
+export class UpstreamSessions {
+  readonly #options: UpstreamSessionOptions;
+  readonly #sessions = new Map<string, Session>();
+
+  constructor(options: UpstreamSessionOptions) {
+    this.#options = options;
+  }
+
+  /** Number of sessions open now. */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /**
+   * Calls the tool on a session for `call.url` and `call.headers` (opened if none is).
+   *
+   * @throws whatever the transport or the upstream threw, once a session the upstream had ended
+   * was replaced and the call made on the new one.
+   */
+  async callTool(call: UpstreamCall): Promise<CallToolResult> {
+    const id = sessionId(call);
+    for (let attempt = 0;; attempt++) {
+      const reused = this.#sessions.has(id);
+      const session = this.#session(id, call);
+      session.calls++;
+      clearTimeout(session.idle);
+      try {
+        const client = await session.client;
+        const timeout = this.#options.timeoutMs;
+        const result = await client.callTool(
+          { name: call.name, arguments: call.args },
+          undefined,
+          { timeout },
+        );
+        return result as CallToolResult;
+      } catch (error) {
+        if (!answeredByUpstream(error)) this.#end(id, session);
+        if (attempt === 0 && reused && sessionGone(error)) continue;
+        throw error;
+      } finally {
+        session.calls--;
+        if (session.calls === 0 && this.#sessions.get(id) === session) this.#idleLater(id, session);
+      }
+    }
+  }
+
+  /** Ends every session. */
+  async close(): Promise<void> {
+    const ending = [...this.#sessions].map(([id, session]) => this.#end(id, session));
+    await Promise.all(ending);
+  }
+
+  #session(id: string, call: UpstreamCall): Session {
+    const found = this.#sessions.get(id);
+    if (found) {
+      this.#sessions.delete(id); // re-inserted last: the map's order is least recently used first
+      this.#sessions.set(id, found);
+      return found;
+    }
+    this.#makeRoom();
+    const transport = new StreamableHTTPClientTransport(new URL(call.url), {
+      requestInit: { headers: { ...call.headers } },
+      ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+    });
+    const client = new Client({ name: "pml-server", version: "0.1.0" }, { capabilities: {} });
+    const connected = client.connect(transport, { timeout: this.#options.timeoutMs })
+      .then(() => client);
+    connected.catch(() => {}); // the caller awaiting it sees the failure
+    const session: Session = { client: connected, transport, calls: 0 };
+    this.#sessions.set(id, session);
+    return session;
+  }
+
+  #makeRoom(): void {
+    const max = this.#options.maxSessions ?? 256;
+    if (this.#sessions.size < max) return;
+    for (const [id, session] of this.#sessions) {
+      if (session.calls > 0) continue;
+      this.#end(id, session);
+      return;
+    }
+  }
+
+  #idleLater(id: string, session: Session): void {
+    const idle = setTimeout(() => this.#end(id, session), this.#options.idleMs ?? 60_000);
+    Deno.unrefTimer(idle);
+    session.idle = idle;
+  }
+
+  /** Forgets the session and ends it upstream (`DELETE`) in the background. */
+  #end(id: string, session: Session): Promise<void> {
+    clearTimeout(session.idle);
+    if (this.#sessions.get(id) === session) this.#sessions.delete(id);
+    session.ended ??= (async () => {
+      const client = await session.client.catch(() => undefined);
+      await session.transport.terminateSession().catch(() => {});
+      await (client ?? session.transport).close().catch(() => {});
+    })();
+    return session.ended;
+  }
+}
+
+/** The map key of a session: a digest, so that no key value is kept as one. */
+function sessionId(call: UpstreamCall): string {
+  const headers = Object.entries(call.headers)
+    .map(([name, value]) => [name.toLowerCase(), value])
+    .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+  return sha256Hex(JSON.stringify([call.url, headers]));
+}
+
+/** An error the upstream answered on a working session (a JSON-RPC error of the call). */
+function answeredByUpstream(error: unknown): boolean {
+  return error instanceof McpError && error.code !== ErrorCode.RequestTimeout &&
+    error.code !== ErrorCode.ConnectionClosed;
+}
+
+/** The upstream no longer knows the session (Streamable HTTP answers 404). */
+function sessionGone(error: unknown): boolean {
+  return error instanceof StreamableHTTPError && error.code === 404;
+}
