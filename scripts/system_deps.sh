@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The system packages the test suite needs beside what `npm ci` brings: bubblewrap (the OS sandbox
-# of local execution) and Chromium (drives the approval page in its tests). Installs the missing
+# of local execution), socat (the bridge from a sandbox to its network proxy) and Chromium (drives
+# the approval page in its tests). Installs the missing
 # ones with apt-get when this user is root or has passwordless sudo; otherwise says what to install
 # and leaves the tests that need them to fail with their own message. Never fails itself.
 set -uo pipefail
 
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v socat >/dev/null 2>&1 || missing+=(socat)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -9,6 +9,9 @@ import {
   type OsSandboxStatus,
   SANDBOX_DENO_DIR,
 } from "../sandbox/os_sandbox.ts";
+import { proxyDir } from "../sandbox/net_proxy.ts";
+import type { OsPolicy } from "../sandbox/policy.ts";
+import { HTTP_PROXY_ENV, PROXY_ENV } from "../sandbox/net_bridge.ts";
 import { sandboxPolicy } from "../sandbox/policy.ts";
 
 /** How to start a stdio server, as data: tests and `pml status` can inspect every grant. */
@@ -27,6 +30,11 @@ export interface LaunchSpec {
   readonly unconfined?: string;
   /** Runs inside the OS sandbox (`command` is bubblewrap): stopped by killing the sandbox whole. */
   readonly osWall?: boolean;
+  /**
+   * The network proxy to start (in `pml`) before the sandbox, with the hosts it lets through and
+   * the folder its sockets go to (bound into the sandbox by `args`).
+   */
+  readonly netProxy?: { readonly grants: readonly string[]; readonly dir: string };
 }
 
 /**
@@ -176,8 +184,8 @@ export function denoLaunch(
     };
   }
   // The OS wall (DESIGN §12): only its install folder and its declared grants exist for it, the
-  // control files stay read-only, and the network only when it declares hosts (Deno's --allow-net
-  // then narrows it to those).
+  // control files stay read-only, and the network only to its hosts, through the proxy (Deno's
+  // --allow-net narrows it to those too).
   const read = [installed.dir, ...x(meta.permissions.read)];
   const write = x(meta.permissions.write);
   const policy = sandboxPolicy({
@@ -187,16 +195,18 @@ export function denoLaunch(
     read: [...read, ctx.workspace],
     write,
     denyWrite: guardedPaths([ctx.workspace, ...write]),
-    net: meta.permissions.net.length > 0,
+    net: meta.permissions.net,
   });
+  const net = netProxyFor(policy);
   return {
     server: meta.server,
     command: os.bwrap,
     osWall: true,
-    args: bwrapArgs(policy, ctx.workspace, [ctx.denoPath, ...args], ctx.denoPath),
-    env: { ...env, DENO_DIR: SANDBOX_DENO_DIR },
+    args: bwrapArgs(policy, ctx.workspace, [ctx.denoPath, ...args], ctx.denoPath, net?.dir),
+    env: { ...env, DENO_DIR: SANDBOX_DENO_DIR, ...(net ? HTTP_PROXY_ENV : {}) },
     cwd: ctx.workspace,
     mode: "deno",
+    ...(net ? { netProxy: net } : {}),
   };
 }
 
@@ -206,7 +216,8 @@ export function denoLaunch(
  * approval: the system read-only, the folder of the resolved command read-only, the workspace and
  * declared reads read-only, declared writes read-write, a private `HOME` of its own that persists
  * between runs (package runners keep their caches there; the user's home is not visible), the
- * control files read-only, and the network only when its metadata declares hosts. It gets `PATH`,
+ * control files read-only, and the network only to the hosts its metadata declares and `.pml.json`
+ * `sandbox.net` grants, through the host-side proxy (never the host's network). It gets `PATH`,
  * that `HOME` and the declared variables. Without an OS sandbox it is refused unless `.pml.json`
  * sets `sandbox.unconfined`; then it runs as declared with the user's `HOME`.
  */
@@ -251,17 +262,30 @@ export function commandLaunch(
     read: [ctx.workspace, ...x(meta.permissions.read), ...(resolved?.folders ?? [])],
     write,
     denyWrite: guardedPaths([ctx.workspace, ...write]),
-    net: meta.permissions.net.length > 0,
+    net: meta.permissions.net,
   });
+  const net = netProxyFor(policy);
   return {
     server: meta.server,
     command: os.bwrap,
     osWall: true,
-    args: bwrapArgs(policy, ctx.workspace, [resolved?.path ?? command, ...args]),
-    env: { ...pick(ctx.env, ["PATH"]), HOME: home, ...declared },
+    args: bwrapArgs(
+      policy,
+      ctx.workspace,
+      [resolved?.path ?? command, ...args],
+      undefined,
+      net?.dir,
+    ),
+    env: { ...pick(ctx.env, ["PATH"]), HOME: home, ...declared, ...(net ? PROXY_ENV : {}) },
     cwd: ctx.workspace,
     mode: "command",
+    ...(net ? { netProxy: net } : {}),
   };
+}
+
+/** The proxy a sandbox with network grants needs, or none. */
+function netProxyFor(policy: OsPolicy): LaunchSpec["netProxy"] {
+  return policy.net.length > 0 ? { grants: policy.net, dir: proxyDir() } : undefined;
 }
 
 /** The private home of a raw command: its own caches, never the user's home. */

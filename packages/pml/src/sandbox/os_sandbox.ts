@@ -5,7 +5,9 @@
  * read-only and its writes read-write, its secrets hidden and its protected files read-only over
  * them (a more specific path wins; for the same path a deny wins); `/tmp` is private and empty;
  * `/proc` shows only the sandbox's processes, with `/proc/sys` and the kernel's other writable
- * files read-only. Deno's permission flags stay the second wall inside.
+ * files read-only. The network namespace holds only loopback; granted hosts are reached through a
+ * proxy outside (`net_proxy.ts`, `net_bridge.ts`). Deno's permission flags stay the second wall
+ * inside.
  *
  * @module
  */
@@ -14,6 +16,8 @@ import { PML_CODE_DIRS } from "../paths.ts";
 import { dirname, join } from "node:path";
 import type { OsPolicy } from "./policy.ts";
 import { within } from "../config/control_files.ts";
+import { PmlError } from "../errors.ts";
+import { bridged, SANDBOX_NET_DIR } from "./net_bridge.ts";
 
 export type { OsPolicy } from "./policy.ts";
 
@@ -65,10 +69,14 @@ export function bwrapArgs(
   cwd: string,
   command: readonly string[],
   denoPath = Deno.execPath(),
+  /** The folder of the sandbox's proxy (`net_proxy.ts`): required when the policy grants hosts. */
+  netDir?: string,
 ): string[] {
+  if (policy.net.length > 0 && !netDir) {
+    throw new PmlError("SANDBOX_SPEC", "A sandbox with network grants needs its proxy's folder");
+  }
   const args = [
     "--unshare-all",
-    ...(policy.net ? ["--share-net"] : []),
     "--unshare-user",
     "--uid",
     String(policy.identity.uid),
@@ -84,7 +92,9 @@ export function bwrapArgs(
   for (const path of PROC_READ_ONLY) args.push("--ro-bind-try", path, path);
   for (const path of PROC_MASKED) if (exists(path)) args.push("--ro-bind", "/dev/null", path);
   args.push("--dev", "/dev", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--dir", SANDBOX_DENO_DIR);
-  const reads = [...policy.read, dirname(denoPath), ...PML_CODE_DIRS];
+  // The bridge to the proxy is a shell script (`sh`, `socat`, `grep`: under /usr, or /bin).
+  const bridge = netDir && exists("/bin") ? ["/bin"] : [];
+  const reads = [...policy.read, dirname(denoPath), ...PML_CODE_DIRS, ...bridge];
   const visible = [...reads, ...policy.write];
   const mounts: Mount[] = [
     ...reads.map((path) => ({ path, kind: "read" as const })),
@@ -124,7 +134,8 @@ export function bwrapArgs(
     } else args.push("--ro-bind", "/dev/null", path);
   }
   for (const path of remount) args.push("--remount-ro", path);
-  args.push("--chdir", cwd, "--", ...command);
+  if (netDir) args.push("--ro-bind", netDir, SANDBOX_NET_DIR);
+  args.push("--chdir", cwd, "--", ...(netDir ? bridged(command) : command));
   return args;
 }
 

@@ -1,4 +1,4 @@
-import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
+import { assert, assertEquals, assertStringIncludes, assertThrows } from "../testing/assert.ts";
 import { createAuditLog } from "../audit/audit.ts";
 import { NpmInstaller } from "../deps/installer.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
@@ -19,7 +19,7 @@ const EMPTY: OsPolicy = {
   write: [],
   denyRead: [],
   denyWrite: [],
-  net: false,
+  net: [],
   identity: { uid: 65534, gid: 65534 },
   sockets: [],
 };
@@ -64,7 +64,15 @@ Deno.test("bwrapArgs: namespaces, an unprivileged uid, /proc/sys read-only, gran
   assert(nested.indexOf(`--ro-bind ${ws.dir}/.vscode/mcp.json`) > folder, nested);
   assert(!text.includes(`--bind ${ws.dir} `), "the workspace is not bound twice");
   assertEquals(args.slice(-4), ["--", "deno", "run", "x.ts"]);
-  assert(bwrapArgs({ ...EMPTY, net: true }, "/", ["x"]).includes("--share-net"));
+  // Network grants never share the host's network: the proxy's folder is bound, the command
+  // starts behind the bridge; without the folder the policy is refused.
+  const net = { ...EMPTY, net: ["127.0.0.1:8080"] };
+  const granted = bwrapArgs(net, "/", ["x"], "/opt/deno/deno", "/tmp/pml-net-a");
+  assert(!granted.includes("--share-net"));
+  assertStringIncludes(granted.join(" "), "--ro-bind /tmp/pml-net-a /run/pml-net");
+  assertEquals(granted.at(-1), "x");
+  assertStringIncludes(granted.join(" "), "socat TCP-LISTEN:3128");
+  assertThrows(() => bwrapArgs(net, "/", ["x"]));
 });
 
 Deno.test("bwrapArgs: a more specific path wins, a deny wins at the same path, secrets only where visible", async () => {

@@ -34,8 +34,11 @@ export interface OsPolicy {
    * do not exist when the sandbox starts cannot be bound: the std target watches them instead.
    */
   readonly denyWrite: readonly string[];
-  /** Share the host's network (never for std tools). */
-  readonly net: boolean;
+  /**
+   * Hosts (`host` or `host:port`) reachable through the host-side proxy (`net_proxy.ts`); none
+   * when empty. The sandbox never shares the host's network: its namespace has only loopback.
+   */
+  readonly net: readonly string[];
   /**
    * The uid and gid inside. Never 0: when `pml` runs as root, the sandbox shows an unprivileged
    * uid; that uid still maps to host root for the kernel's owner checks (docs/security.md
@@ -229,7 +232,8 @@ export interface PolicyInput {
   readonly deny?: readonly string[];
   /** Control and protected files (`guardedPaths` of the write roots). */
   readonly denyWrite?: readonly string[];
-  readonly net?: boolean;
+  /** Granted hosts (`host` or `host:port`), reached through the proxy. */
+  readonly net?: readonly string[];
   readonly sockets?: readonly string[];
 }
 
@@ -251,7 +255,7 @@ export function sandboxPolicy(input: PolicyInput): OsPolicy {
     write: [...new Set(input.write ?? [])],
     denyRead: secrets.filter(entryExists),
     denyWrite: [...new Set(input.denyWrite ?? [])].filter(entryExists),
-    net: input.net ?? false,
+    net: [...new Set(input.net ?? [])],
     identity: sandboxIdentity(),
     sockets: [...(input.sockets ?? [])],
   };

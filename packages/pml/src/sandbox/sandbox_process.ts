@@ -10,6 +10,8 @@ import {
   SANDBOX_DENO_DIR,
   SANDBOX_HOME,
 } from "./os_sandbox.ts";
+import { NetProxy } from "./net_proxy.ts";
+import { HTTP_PROXY_ENV, PROXY_ENV } from "./net_bridge.ts";
 
 /** What a sandbox may do, as data: the Deno flags are derived from it and nothing else. */
 export interface SandboxSpec {
@@ -165,9 +167,16 @@ export class SandboxProcess {
       ? Deno.makeTempDirSync({ prefix: "pml-sandbox-deno-" })
       : undefined;
     if (privateDenoDir) env.DENO_DIR = privateDenoDir;
+    // Granted hosts are reached through a proxy of this process, the only way out of the
+    // sandbox's network namespace (without the OS wall, Deno's --allow-net alone holds).
+    const proxy = confined && confined.policy.net.length > 0
+      ? new NetProxy(confined.policy.net)
+      : undefined;
+    // Programs a shell starts get SOCKS5 too; Deno code only HTTP(S) (see HTTP_PROXY_ENV).
+    if (proxy) Object.assign(env, spec.run ? PROXY_ENV : HTTP_PROXY_ENV);
     this.#child = new Deno.Command(confined ? confined.bwrap : deno, {
       args: confined
-        ? bwrapArgs(confined.policy, spec.cwd, [deno, ...sandboxFlags(spec)], deno)
+        ? bwrapArgs(confined.policy, spec.cwd, [deno, ...sandboxFlags(spec)], deno, proxy?.dir)
         : sandboxFlags(spec),
       cwd: spec.cwd,
       clearEnv: true,
@@ -184,6 +193,7 @@ export class SandboxProcess {
     const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
     const pidWatch = spec.maxProcesses ? this.#watchProcesses(spec.maxProcesses) : undefined;
     this.exited = this.#child.status.then((status) => {
+      proxy?.close();
       if (privateDenoDir) {
         try {
           Deno.removeSync(privateDenoDir, { recursive: true });

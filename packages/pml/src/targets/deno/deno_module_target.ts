@@ -268,8 +268,8 @@ export class DenoModuleTarget implements Target {
 
   /**
    * The sandbox of a registry module, as data: no file grants, no environment but Deno's cache dir,
-   * and `net` (host or host:port) only: the OS sandbox then shares the host's network (with the
-   * resolver files of /etc) and Deno's `--allow-net` narrows it to those hosts.
+   * and `net` (host or host:port) only: the OS sandbox then reaches those hosts through the
+   * host-side proxy (`sandbox/net_proxy.ts`), and Deno's `--allow-net` narrows `fetch` to them too.
    */
   specFor(entry: string, net: readonly string[] = []): SandboxSpec {
     return {
@@ -289,12 +289,8 @@ export class DenoModuleTarget implements Target {
         view: "narrow",
         env: this.#d.config.env,
         deny: this.#d.config.sandbox.deny,
-        read: [
-          dirname(entry),
-          join(this.#d.config.pmlHome, "deno"),
-          ...(net.length ? RESOLVER : []),
-        ],
-        net: net.length > 0,
+        read: [dirname(entry), join(this.#d.config.pmlHome, "deno")],
+        net,
       }),
     };
   }
@@ -303,9 +299,6 @@ export class DenoModuleTarget implements Target {
     // Processes belong to the shared pool, closed by the gateway.
   }
 }
-
-/** What a module with network needs of /etc to resolve names (the `libs` system has no /etc). */
-const RESOLVER = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf"];
 
 /**
  * The hosts a module may reach (docs/permissions.md, "Network grants"): those its `__meta__`

@@ -199,14 +199,16 @@ export class StdTarget implements Target {
           },
           cwd: workspace,
           // The programs the shell runs see the machine as a toolbox minus its secrets, write the
-          // workspace and grants minus control and protected files, have no network and their own
-          // pid namespace (children die with the sandbox).
+          // workspace and grants minus control and protected files, reach the hosts `sandbox.net`
+          // grants through the proxy and nothing else, and have their own pid namespace (children
+          // die with the sandbox).
           os: policy({
             view: "toolbox",
             read: sandbox.read,
             write: writeRoots,
             denyWrite: guardedPaths(writeRoots),
             sockets: agent ? [agent] : [],
+            net: sandbox.net,
           }),
           maxProcesses: MAX_SHELL_PROCESSES,
         };

@@ -2,6 +2,7 @@ import type { JSONRPCMessage } from "../../sdk/types.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { killWithChildren } from "../../procfs.ts";
 import { forEachLine } from "../../sandbox/_lines.ts";
+import { NetProxy } from "../../sandbox/net_proxy.ts";
 import { serializeMessage, type Transport } from "./_sdk_shared.ts";
 
 /** How a child ended. */
@@ -63,23 +64,31 @@ export class ChildTransport implements Transport {
   }
 
   start(): Promise<void> {
-    const { command, args, env, cwd } = this.spec;
-    this.#child = new Deno.Command(command, {
-      args: [...args],
-      cwd,
-      clearEnv: true,
-      env: { ...env },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-      detached: true,
-    }).spawn();
+    const { command, args, env, cwd, netProxy } = this.spec;
+    // The sandbox's only way to the network (its granted hosts), outside it, for its lifetime.
+    const proxy = netProxy && new NetProxy(netProxy.grants, { dir: netProxy.dir });
+    try {
+      this.#child = new Deno.Command(command, {
+        args: [...args],
+        cwd,
+        clearEnv: true,
+        env: { ...env },
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+        detached: true,
+      }).spawn();
+    } catch (err) {
+      proxy?.close();
+      throw err;
+    }
     this.#writer = this.#child.stdin.getWriter();
     this.#writer.closed.catch(() => {});
     this.#readStdout(this.#child.stdout);
     this.#readStderr(this.#child.stderr);
     this.#exited = this.#child.status.then((status) => {
       this.#killGroup("SIGKILL", { reaped: true }); // leftovers of the group (grandchildren)
+      proxy?.close();
       this.#exit = { code: status.code, signal: status.signal, requested: this.#stopping };
       this.onclose?.();
       return this.#exit;

@@ -255,13 +255,13 @@ export class StdioTarget implements Target {
   }
 
   /**
-   * The metadata of `server`; an npm server (run under Deno, which filters per host) also gets the
-   * network hosts `.pml.json` `sandbox.net` grants. A raw command does not: nothing would narrow
-   * the host's whole network for it, so it gets only what its own metadata declares.
+   * The metadata of `server`, with the network hosts `.pml.json` `sandbox.net` grants added to
+   * what it declares: every host is reached through the sandbox's proxy, which lets only those
+   * through, whatever runs inside (an npm server under Deno or a raw command).
    */
   async #meta(server: string): Promise<DependencyMeta | undefined> {
     const meta = await this.#d.source.get(server);
-    return meta?.package ? withNetGrants(meta, this.#d.net ?? []) : meta;
+    return meta && withNetGrants(meta, this.#d.net ?? []);
   }
 
   #wallRefusal(meta: DependencyMeta): string | undefined {
@@ -521,9 +521,7 @@ function rawCommandGrants(meta: DependencyMeta, os: OsSandboxStatus): string {
   const { write, net } = meta.permissions;
   return "a raw command, nothing pinned: runs in the OS sandbox, reads the workspace" +
     (write.length ? `, writes ${write.join(", ")}` : ", writes only its own private home") +
-    (net.length
-      ? `, the host's whole network (declared: ${net.join(", ")}; not filtered per host)`
-      : ", no network");
+    (net.length ? `, network to ${net.join(", ")} only (through PML's proxy)` : ", no network");
 }
 
 /** A changed tool list of a running server (caught by the target, which asks the human). */
