@@ -206,9 +206,11 @@ ${CARD_STYLE}
 <h1>Approvals for <code>${esc(this.#workspace)}</code></h1>
 ${body}
 <script nonce="${nonce}">
-(function(){var v=${JSON.stringify(version)};setInterval(function(){
+(function(){var v=${JSON.stringify(version)},sent=false;
+document.addEventListener("submit",function(){sent=true});
+setInterval(function(){if(sent)return;
 fetch("/version",{credentials:"same-origin"}).then(function(r){return r.text()})
-.then(function(t){if(t!==v)location.reload()}).catch(function(){})},1500)})();
+.then(function(t){if(t!==v&&!sent)location.reload()}).catch(function(){})},1500)})();
 </script>
 </body></html>`;
     return new Response(html, {
