@@ -67,6 +67,7 @@ export function createStdioTarget(
             cache: registry.cache,
             lockfile: registry.lockfile,
             exclude,
+            serverRouted: (ns) => deps.routing.routeOf(`${ns}:*`) === "server",
           }),
         ]
         : []),
