@@ -129,11 +129,14 @@ Deno.test("e2e import --from claude: an npx server under another name, pinned, l
     assertEquals(approval?.status, "approval_required", textOf(asked));
     assertEquals(approval.approval_type, "integrity");
     assertEquals(lock(ws, "knowledge").tools.create_entities, pinned.tools.create_entities);
+    assert(!textOf(asked).includes("ssh"), "the agent is not shown the new text");
+    const denied = await pml(ws, ["deny", "--all"]);
+    assertEquals(denied.code, 0, denied.text);
     const graph = await client.callTool({
       name: "pml__continue",
-      arguments: { workflow_id: approval.workflow_id, decision: "no" },
+      arguments: { workflow_id: approval.workflow_id, decision: "yes" },
     });
-    assert(graph.isError, "refused: nothing ran");
+    assert(graph.isError, `the human refused: nothing ran (${textOf(graph)})`);
     assertEquals(lock(ws, "knowledge").tools.create_entities, pinned.tools.create_entities);
   }
 });

@@ -18,7 +18,12 @@ import { describeDenoGrants, withNetGrants } from "../../deps/grants.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../permission/approvals.ts";
 import { askIntegrity } from "../ask_integrity.ts";
-import { type McpPins, type MetadataPin, unapprovedListing } from "../../registry/mcp_pins.ts";
+import {
+  type ChangedPin,
+  type McpPins,
+  type MetadataPin,
+  unapprovedListing,
+} from "../../registry/mcp_pins.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import {
   type CallContext,
@@ -184,7 +189,12 @@ export class StdioTarget implements Target {
   /** Starts the server (approved, installed) and pins its own tool list: the definitions pinned. */
   async #readTools(meta: DependencyMeta, spec: LaunchSpec) {
     const pins = this.#d.pins!;
-    await this.#pinMetadata(meta);
+    if (isPrivate(meta)) await this.#pinMetadata(meta);
+    else if (!this.#pinned.has(meta)) {
+      // A registry's metadata: a change is the human's to decide, on the next call.
+      if ((await pins.checkMetadata(lockName(meta), metadataPin(meta))).kind === "changed") return;
+      this.#pinned.add(meta);
+    }
     this.#pinnedServers.add(meta.server);
     await this.#d.manager.listTools(spec, {
       timeoutMs: this.#d.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
