@@ -269,21 +269,23 @@ export function commandLaunch(
     );
   }
   const write = [home, ...x(meta.permissions.write)];
-  const policy = sandboxPolicy({
-    view: "toolbox",
-    env: ctx.env,
-    deny: ctx.deny,
-    // The command's own files (a script among its arguments, with its package) are readable.
-    read: [
-      ctx.workspace,
-      ...x(meta.permissions.read),
-      ...resolved.folders,
-      ...ownFiles(args, ctx.workspace),
-    ],
-    write,
-    denyWrite: guardedPaths([ctx.workspace, ...write]),
-    net: meta.permissions.net,
-  });
+  const policyWith = (own: readonly string[]) =>
+    sandboxPolicy({
+      view: "toolbox",
+      env: ctx.env,
+      deny: ctx.deny,
+      read: [ctx.workspace, ...x(meta.permissions.read), ...resolved.folders, ...own],
+      write,
+      denyWrite: guardedPaths([ctx.workspace, ...write]),
+      net: meta.permissions.net,
+    });
+  // The command's own files (a script among its arguments, with its package) are readable, unless
+  // they lie among the secrets the sandbox hides: an argument is no human's grant.
+  const base = policyWith([]);
+  const own = ownFiles(args, ctx.workspace).filter((p) =>
+    !base.denyRead.some((d) => p === d || p.startsWith(d + "/"))
+  );
+  const policy = own.length ? policyWith(own) : base;
   const net = netProxyFor(policy);
   return {
     server: meta.server,
