@@ -56,9 +56,7 @@ export function functionResponses(request: GeminiRequest): Map<string, string> {
 }
 
 /** A step, or a function of the turn's request (to use what the previous calls returned). */
-export type ScriptedStep =
-  | GeminiStep
-  | ((request: GeminiRequest) => GeminiStep | Promise<GeminiStep>);
+export type ScriptedStep = GeminiStep | ((request: GeminiRequest) => GeminiStep);
 
 /** Starts the API with `steps` answered in order; later turns get "done". */
 export function startGeminiApi(steps: ScriptedStep[]): GeminiApi {
@@ -74,7 +72,7 @@ export function startGeminiApi(steps: ScriptedStep[]): GeminiApi {
     if (request.tools?.length) {
       turns.push(request);
       const next = queue.shift() ?? { text: "done" };
-      const step = typeof next === "function" ? await next(request) : next;
+      const step = typeof next === "function" ? next(request) : next;
       parts = "calls" in step
         ? step.calls.map((c) => ({ functionCall: { name: c.name, args: c.args } }))
         : [{ text: step.text }];

@@ -1,8 +1,11 @@
-import { loadConfig } from "../config/config.ts";
+import { type Config, loadConfig } from "../config/config.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
-import { detectOsSandbox } from "../sandbox/os_sandbox.ts";
+import { detectOsSandbox, type OsPolicy, unixSocketsAllowed } from "../sandbox/os_sandbox.ts";
+import { SandboxPool } from "../sandbox/pool.ts";
+import { createRoutingResolver } from "../routing/routing.ts";
+import { StdTarget } from "../targets/std/std_target.ts";
 
 /** `pml status`: where PML thinks it is and what it will do, without starting anything. */
 export function runStatus(io: CliIo, opts: { json: boolean }): number {
@@ -22,6 +25,8 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     ),
     lockfile: lockStatus(config.workspace, config.pmlHome, config.permissions),
     osSandbox: osSandboxLine(config.sandbox.unconfined, config.env.PATH),
+    /** The OS policy `shell:exec` runs under (docs/security.md "The sandbox model"). */
+    shellPolicy: shellPolicy(config),
   };
   if (opts.json) {
     io.stdout(JSON.stringify(status, null, 2) + "\n");
@@ -35,6 +40,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     `ask         ${config.permissions.ask.join(", ") || "-"}`,
     `deny        ${config.permissions.deny.join(", ") || "-"}`,
     `sandbox     ${status.osSandbox}`,
+    `shell       ${policyLine(status.shellPolicy)}`,
     `lockfile    ${status.lockfile.path}${
       status.lockfile.error ? `: ${status.lockfile.error}` : ""
     }`,
@@ -44,6 +50,25 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
   ];
   io.stdout(lines.join("\n") + "\n");
   return 0;
+}
+
+/** The policy of the `shell:exec` sandbox, as the std target would start it (nothing starts). */
+function shellPolicy(config: Config): OsPolicy {
+  const std = new StdTarget({
+    config,
+    pool: new SandboxPool(),
+    audit: { write: () => Promise.resolve() },
+    routing: createRoutingResolver(),
+  });
+  return std.specFor("run").os!;
+}
+
+/** One line of what a policy lets through. */
+function policyLine(policy: OsPolicy): string {
+  return `reads ${policy.read.length} folders (the toolbox), ${policy.denyRead.length} secrets ` +
+    `hidden; writes ${policy.write.join(", ")}, ${policy.denyWrite.length} protected files ` +
+    `read-only; network ${policy.net.length ? policy.net.join(", ") : "none"}; unix sockets ` +
+    `${unixSocketsAllowed(policy) ? "allowed" : "refused"}; uid ${policy.identity.uid} inside`;
 }
 
 function osSandboxLine(unconfined: boolean, path?: string): string {

@@ -26,8 +26,6 @@ export interface Config {
   /** `PML_API_KEY`, or the key stored by `pml init`. Never logged, never passed to sandboxes or subprocesses. */
   readonly apiKey?: string;
   readonly permissions: Permissions;
-  /** True when `permissions` come from `.pml.json`; false when the built-in defaults apply. */
-  readonly permissionsFromFile: boolean;
   readonly privateMcps: Readonly<Record<string, PrivateMcp>>;
   readonly registries: readonly string[];
   /** Names of BYOK variables the user makes available to cloud tools. */
@@ -54,11 +52,6 @@ export interface Config {
    * agent for the rest (docs/approvals.md).
    */
   readonly approvals?: "agent" | "human";
-  /**
-   * `desktop`: a waiting human approval is also announced with `notify-send` (with a one-time
-   * link). `PML_NOTIFY` or `.pml.json` `notify`; default `off` (docs/approvals.md).
-   */
-  readonly notify: "desktop" | "off";
   /** `~/.pml`: Deno module cache (`DENO_DIR`) and routing cache. */
   readonly pmlHome: string;
   /** The environment snapshot, for BYOK look-ups and dependency env. */
@@ -139,18 +132,6 @@ export function parsePmlFile(
     );
   }
   return parsed.data;
-}
-
-function notifySetting(
-  env: string | undefined,
-  file: "desktop" | "off" | undefined,
-): "desktop" | "off" {
-  if (env === undefined || env === "") return file ?? "off";
-  if (env === "desktop" || env === "off") return env;
-  throw new PmlError(
-    "CONFIG_INVALID",
-    `PML_NOTIFY must be "desktop" or "off", not "${env}"`,
-  );
 }
 
 function realOrResolved(base: string, p: string): string {
@@ -235,7 +216,6 @@ export function loadConfig(
         deny: [...file.permissions.deny],
       })
       : DEFAULT_PERMISSIONS,
-    permissionsFromFile: file.permissions !== undefined,
     privateMcps: file.private_mcps ?? {},
     registries: file.registries ?? [],
     byokEnv: file.env ?? [],
@@ -249,7 +229,6 @@ export function loadConfig(
     },
     port: Number(opts.env.PML_PORT) || file.port || DEFAULT_PORT,
     approvals: file.approvals,
-    notify: notifySetting(opts.env.PML_NOTIFY, file.notify),
     pmlHome,
     env: opts.env,
   });

@@ -4,8 +4,8 @@ import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
 import { guardedPaths } from "../config/control_files.ts";
 import {
-  bwrapArgs,
   detectOsSandbox,
+  osCommand,
   type OsSandboxStatus,
   SANDBOX_DENO_DIR,
 } from "../sandbox/os_sandbox.ts";
@@ -13,6 +13,7 @@ import { proxyDir } from "../sandbox/net_proxy.ts";
 import type { OsPolicy } from "../sandbox/policy.ts";
 import { HTTP_PROXY_ENV, PROXY_ENV } from "../sandbox/net_bridge.ts";
 import { sandboxPolicy } from "../sandbox/policy.ts";
+import { unixSocketFilterFile } from "../sandbox/seccomp.ts";
 
 /** How to start a stdio server, as data: tests and `pml status` can inspect every grant. */
 export interface LaunchSpec {
@@ -35,8 +36,6 @@ export interface LaunchSpec {
    * the folder its sockets go to (bound into the sandbox by `args`).
    */
   readonly netProxy?: { readonly grants: readonly string[]; readonly dir: string };
-  /** What the user declared (`node /srv/x.mjs`), for messages: not the sandbox's command line. */
-  readonly declared?: string;
 }
 
 /**
@@ -200,16 +199,20 @@ export function denoLaunch(
     net: meta.permissions.net,
   });
   const net = netProxyFor(policy);
+  const started = osCommand(os.bwrap, policy, ctx.workspace, [ctx.denoPath, ...args], {
+    denoPath: ctx.denoPath,
+    seccomp: unixSocketFilterFile(),
+    netDir: net?.dir,
+  });
   return {
     server: meta.server,
-    command: os.bwrap,
+    command: started.program,
     osWall: true,
-    args: bwrapArgs(policy, ctx.workspace, [ctx.denoPath, ...args], ctx.denoPath, net?.dir),
+    args: started.args,
     env: { ...env, DENO_DIR: SANDBOX_DENO_DIR, ...(net ? HTTP_PROXY_ENV : {}) },
     cwd: ctx.workspace,
     mode: "deno",
     ...(net ? { netProxy: net } : {}),
-    declared: `${meta.package?.name}@${meta.package?.version} under Deno`,
   };
 }
 
@@ -256,103 +259,37 @@ export function commandLaunch(
   }
   const home = commandHome(ctx.depsDir, meta.server);
   Deno.mkdirSync(home, { recursive: true });
-  const path = ctx.env.PATH ?? "/usr/bin:/bin";
-  const resolved = resolveCommand(command, path, ctx.workspace);
-  if (!resolved) {
-    // Said now, in PML's words: bubblewrap would only report a failed execvp.
-    throw new PmlError(
-      "DEPENDENCY_START_FAILED",
-      `Cannot start ${meta.server}: its command "${command}" is not ${
-        command.includes("/") ? "a file" : `on the PATH pml runs with (${path})`
-      }; install it, or set the full path in private_mcps.${meta.server}.install.command`,
-      { details: { server: meta.server, missing: "runtime", command } },
-    );
-  }
+  const resolved = resolveCommand(command, ctx.env.PATH ?? "/usr/bin:/bin", ctx.workspace);
   const write = [home, ...x(meta.permissions.write)];
-  const policyWith = (own: readonly string[]) =>
-    sandboxPolicy({
-      view: "toolbox",
-      env: ctx.env,
-      deny: ctx.deny,
-      read: [ctx.workspace, ...x(meta.permissions.read), ...resolved.folders, ...own],
-      write,
-      denyWrite: guardedPaths([ctx.workspace, ...write]),
-      net: meta.permissions.net,
-    });
-  // The command's own files (a script among its arguments, with its package) are readable, unless
-  // they lie among the secrets the sandbox hides: an argument is no human's grant.
-  const base = policyWith([]);
-  const own = ownFiles(args, ctx.workspace).filter((p) =>
-    !base.denyRead.some((d) => p === d || p.startsWith(d + "/"))
-  );
-  const policy = own.length ? policyWith(own) : base;
+  const policy = sandboxPolicy({
+    view: "toolbox",
+    env: ctx.env,
+    deny: ctx.deny,
+    read: [ctx.workspace, ...x(meta.permissions.read), ...(resolved?.folders ?? [])],
+    write,
+    denyWrite: guardedPaths([ctx.workspace, ...write]),
+    net: meta.permissions.net,
+  });
   const net = netProxyFor(policy);
+  const started = osCommand(os.bwrap, policy, ctx.workspace, [resolved?.path ?? command, ...args], {
+    seccomp: unixSocketFilterFile(),
+    netDir: net?.dir,
+  });
   return {
     server: meta.server,
-    command: os.bwrap,
+    command: started.program,
     osWall: true,
-    args: bwrapArgs(
-      policy,
-      ctx.workspace,
-      [resolved.path, ...args],
-      undefined,
-      net?.dir,
-    ),
+    args: started.args,
     env: { ...pick(ctx.env, ["PATH"]), HOME: home, ...declared, ...(net ? PROXY_ENV : {}) },
     cwd: ctx.workspace,
     mode: "command",
     ...(net ? { netProxy: net } : {}),
-    declared: [command, ...args].join(" "),
   };
 }
 
 /** The proxy a sandbox with network grants needs, or none. */
 function netProxyFor(policy: OsPolicy): LaunchSpec["netProxy"] {
   return policy.net.length > 0 ? { grants: policy.net, dir: proxyDir() } : undefined;
-}
-
-/**
- * The files a raw command's arguments name (`node /srv/mcp/server.mjs`, `python ./tools/x.py`):
- * for each existing path, the folder of its package (the nearest folder up with a `package.json`,
- * `pyproject.toml`, `deno.json` or `go.mod`), else its own folder (a folder argument: itself).
- */
-export function ownFiles(args: readonly string[], cwd: string): string[] {
-  const out = new Set<string>();
-  for (const a of args) {
-    if (!(isAbsolute(a) || /^\.\.?\//.test(a))) continue;
-    const p = isAbsolute(a) ? a : join(cwd, a);
-    let info: Deno.FileInfo;
-    try {
-      info = Deno.statSync(p);
-    } catch {
-      continue; // not a path
-    }
-    const start = info.isDirectory ? p : dirname(p);
-    const root = packageRoot(start) ?? start;
-    out.add(root);
-    // Its dependencies, where a linked node_modules really is.
-    try {
-      const modules = Deno.realPathSync(join(root, "node_modules"));
-      if (!modules.startsWith(root + "/")) out.add(modules);
-    } catch { /* none */ }
-  }
-  return [...out];
-}
-
-const PROJECT_FILES = ["package.json", "pyproject.toml", "deno.json", "go.mod"];
-
-/** The nearest folder up from `from` (at most 4 levels) that holds a project file. */
-function packageRoot(from: string): string | undefined {
-  let dir = from;
-  for (let level = 0; level < 5 && dir !== dirname(dir); level++, dir = dirname(dir)) {
-    for (const f of PROJECT_FILES) {
-      try {
-        Deno.statSync(join(dir, f));
-        return dir;
-      } catch { /* next */ }
-    }
-  }
-  return undefined;
 }
 
 /** The private home of a raw command: its own caches, never the user's home. */

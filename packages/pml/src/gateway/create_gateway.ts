@@ -4,15 +4,13 @@ import { type ApprovalRequest, Approvals } from "../permission/approvals.ts";
 import { type ApprovalMode, ApprovalStore } from "../permission/approval_store.ts";
 import { FILESYSTEM_WRITE_TOOLS } from "../config/defaults.ts";
 import { ApprovalPage } from "./approval_page.ts";
-import { approvalWhy } from "./approval_card.ts";
-import { allChannels, desktopChannel, type Spawn, stderrChannel } from "./human_channels.ts";
+import { matchesPattern } from "../permission/patterns.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
 import type { OsSandboxStatus } from "../sandbox/os_sandbox.ts";
 import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
 import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
-import { RemoteTarget } from "../targets/remote/remote_target.ts";
 import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/deno_module_target.ts";
 import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
 import { createExecute, type ExecuteOptions } from "../execute/mod.ts";
@@ -64,14 +62,12 @@ export interface GatewayOptions {
   readonly routingTable?: RoutingTable;
   readonly approvalTtlMs?: number;
   readonly now?: () => number;
-  /** Probe for the OS sandbox once the first `tools/list` is answered (default true). */
+  /** Start the read-only sandbox once the first `tools/list` is answered (default true). */
   readonly prewarm?: boolean;
   /** Whether an OS sandbox is available (default: look for bubblewrap); injectable for tests. */
   readonly detectOs?: () => OsSandboxStatus;
   /** Stdio dependencies: metadata source, installer, clock, supervision (see `StdioOptions`). */
   readonly stdio?: StdioOptions;
-  /** The fetch of remote `private_mcps` servers (default: the global one). */
-  readonly remoteFetch?: typeof fetch;
   /** Cloud target: injected fetch and timeouts (see `CloudOptions`). */
   readonly cloud?: CloudOptions;
   /** Sampling for local MCPs: injected fetch for the LLM APIs, loop bounds. */
@@ -84,8 +80,6 @@ export interface GatewayOptions {
   readonly execute?: ExecuteOptions & { readonly keepWarm?: boolean };
   /** Where "approval needed" lines go (default: stderr). */
   readonly tell?: (line: string) => void;
-  /** Starts the desktop notification program (default: `notify-send`, detached). */
-  readonly spawnNotifier?: Spawn;
 }
 
 /**
@@ -99,11 +93,7 @@ export interface GatewayOptions {
 export function createGateway(config: Config, opts: GatewayOptions = {}): Gateway {
   const audit = createAuditLog(config.workspace);
   const pool = new SandboxPool();
-  const permissions = new PermissionStore(
-    config.permissions,
-    config.configPath,
-    config.permissionsFromFile,
-  );
+  const permissions = new PermissionStore(config.permissions, config.configPath);
   const registryDeps = {
     config,
     audit,
@@ -141,39 +131,27 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     opts.stdio,
   );
   const deno = new DenoModuleTarget({ ...registryDeps, pool, routing, stack });
-  // Remote servers of private_mcps: proxied by pml itself, before the cloud.
-  const remote = new RemoteTarget({
-    mcps: config.privateMcps,
-    env: config.env,
-    pins,
-    fetch: opts.remoteFetch,
-  });
   const store = new ApprovalStore(config.workspace, opts.now);
-  const tell = opts.tell ?? ((line: string) => console.error(line.trimEnd()));
-  const page = new ApprovalPage(store, config.workspace, {
-    why: approvalWhy(() => permissions.current, () => permissions.fromFile),
-    warn: tell,
+  const page = new ApprovalPage(store, config.workspace, (a) => {
+    const tool = a.context.tool;
+    const rule = typeof tool === "string" && a.type === "tool_permission"
+      ? permissions.current.ask.find((p) => matchesPattern(p, tool))
+      : undefined;
+    const asked = rule
+      ? `It matches "${rule}" in the "ask" list of .pml.json.`
+      : a.type === "tool_permission"
+      ? "No pattern of .pml.json allows it (unmatched tools are asked)."
+      : "";
+    const who = a.mode === "human" ? " The agent cannot approve it: you decide." : "";
+    return asked + who;
   });
-  const link = () => page.link();
   const approvals = new Approvals({
     ttlMs: opts.approvalTtlMs,
     now: opts.now,
     store,
     mode: (request) => approvalMode(config.approvals, request),
-    human: allChannels([
-      stderrChannel(link, tell),
-      ...(config.notify === "desktop" ? [desktopChannel(link, opts.spawnNotifier)] : []),
-    ]),
-    onDecided: ({ request, workflowId, decision, by, detail }) =>
-      audit.write("approval_decided", {
-        tool: request.context.tool,
-        approval_type: request.type,
-        ...(workflowId ? { workflow_id: workflowId } : {}),
-        decision,
-        by,
-        via: detail.via,
-        ...(detail.ms !== undefined ? { declined_in_ms: detail.ms } : {}),
-      }),
+    link: () => page.link(),
+    tell: opts.tell ?? ((line) => console.error(line.trimEnd())),
     onUnanswered: (request, err) =>
       audit.write("elicitation_unanswered", {
         tool: request.context.tool,
@@ -197,7 +175,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     permissions,
     approvals,
     routing,
-    targets: [std, stdio.target, deno, remote, cloud.target],
+    targets: [std, stdio.target, deno, cloud.target],
     audit,
     metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),
@@ -209,10 +187,10 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
       byokEnv: samplingEnv(config),
       ...opts.sampling,
     }),
-    // The bubblewrap probe runs once the client has its tools, not while it waits for them (its
-    // process start took ~2 ms of the gateway's thread in the handshake). The read sandbox starts
-    // with the first local call: a gateway used as a cloud bridge never holds one (~40 MB).
-    afterFirstList: opts.prewarm === false ? undefined : () => std.probeOs(),
+    // The read sandbox, and the bubblewrap probe before it, start once the client has its tools,
+    // not while it waits for them: their process starts took ~4 ms of the gateway's thread in the
+    // handshake. A call that comes first starts its sandbox itself.
+    afterFirstList: opts.prewarm === false ? undefined : () => std.prewarm(),
   });
   return gateway;
 }

@@ -7,14 +7,12 @@ import type {
 import type { ClientSample, Sampling } from "../sampling/sampling.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
-import {
-  type ApprovalDecision,
-  type ApprovalRequest,
-  type Approvals,
-  type DecidedBy,
-  type DecisionDetail,
-  type Elicit,
-  refusedBy,
+import type {
+  ApprovalDecision,
+  ApprovalRequest,
+  Approvals,
+  DecidedBy,
+  Elicit,
 } from "../permission/approvals.ts";
 import { namedNamespaces } from "../permission/patterns.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
@@ -92,9 +90,8 @@ export class Gateway {
       id: "pml:continue",
       description:
         "Answer a pending approval: pass the workflow_id of an approval_required result and the " +
-        'decision. For "approval_mode":"human" the user decides in a terminal (`pml approve ' +
-        "<workflow_id>` or `pml approvals --open`) and this returns the result once they have; " +
-        "until then it says it waits.",
+        'decision. For "approval_mode":"human" the user decides at the approval_url (or with ' +
+        "`pml approve`) and this returns the result once they have; until then it says it waits.",
       inputSchema: {
         type: "object",
         properties: {
@@ -111,14 +108,8 @@ export class Gateway {
       const found = replay && await this.#targetFor(replay.tool);
       if (!replay || !found || !("target" in found)) return undefined;
       const { tool, arguments: args } = replay;
-      return (d, by, detail) =>
-        this.#afterApproval(
-          d,
-          by,
-          detail,
-          tool,
-          () => this.#dispatch(found.target, tool, args, {}),
-        );
+      return (d, by) =>
+        this.#afterApproval(d, by, tool, () => this.#dispatch(found.target, tool, args, {}));
     };
   }
 
@@ -132,11 +123,6 @@ export class Gateway {
   }
 
   /** Tools for `tools/list`: meta tools, then the tools of every MCP the permissions name. */
-  /** The target named `name` (`stdio`, …): for the CLI's own work (`pml import` pins servers). */
-  target(name: string): Target | undefined {
-    return this.#deps.targets.find((t) => t.name === name);
-  }
-
   async listTools(): Promise<Tool[]> {
     const perms = this.#deps.permissions.current;
     const wildcard = perms.allow.includes("*") || perms.ask.includes("*");
@@ -245,11 +231,10 @@ export class Gateway {
           ...pre?.context,
         },
       },
-      (d, by, detail) =>
+      (d, by) =>
         this.#afterApproval(
           d,
           by,
-          detail,
           toolId,
           () =>
             this.#dispatch(
@@ -271,22 +256,15 @@ export class Gateway {
   async #afterApproval(
     decision: ApprovalDecision,
     by: DecidedBy,
-    detail: DecisionDetail | undefined,
     toolId: string,
     run: () => Promise<CallToolResult>,
   ): Promise<CallToolResult> {
     if (decision === "no") {
-      await this.#deps.audit.write("permission_denied", {
-        tool: toolId,
-        by,
-        ...(detail?.ms !== undefined ? { declined_in_ms: detail.ms } : {}),
-      });
+      await this.#deps.audit.write("permission_denied", { tool: toolId, by });
       return errorResult(
-        by === "agent"
-          ? `Permission denied: "${toolId}" was refused with pml:continue (decision "no")`
-          : by === "user"
+        by === "user"
           ? `Permission denied: the user refused "${toolId}"`
-          : `Permission denied: "${toolId}" was not run: ${refusedBy(by, detail)}`,
+          : `Permission denied: "${toolId}" was refused with pml:continue (decision "no")`,
       );
     }
     if (decision === "always") await this.#deps.permissions.allowAlways(toolId);

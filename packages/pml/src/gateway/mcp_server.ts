@@ -18,9 +18,7 @@ import {
   type ApprovalRequest,
   DECISION_SCHEMA,
   type Elicit,
-  ElicitationDeclinedByClient,
   ElicitationUnanswered,
-  HUMAN_MIN_MS,
 } from "../permission/approvals.ts";
 import type { CallChannel, Gateway } from "./gateway.ts";
 
@@ -30,9 +28,8 @@ export const PML_VERSION = "0.1.0";
 const INSTRUCTIONS = "PML routes each tool call to local execution (your files, sandboxed to the " +
   "workspace) or to the PML server. Some calls need approval: when a result has " +
   '"status":"approval_required", ask the user and answer with pml__continue. When it says ' +
-  '"approval_mode":"human", only the user can decide: tell them its workflow_id and that they ' +
-  "run `pml approve <workflow_id>` (or `pml approvals --open`) in a terminal of the workspace, " +
-  "then call pml__continue to get the result.";
+  '"approval_mode":"human", only the user can decide: show them its approval_url (or ' +
+  "`pml approve <workflow_id>`), then call pml__continue to get the result.";
 
 /**
  * How long PML waits for the human to answer an elicitation before it falls back to
@@ -48,8 +45,7 @@ const DECISIONS: readonly string[] = ["yes", "always", "no"];
 
 /**
  * Asks one approval by `elicitation/create`. `accept` with a decision → that decision; `decline`
- * → `no` (the human refused), or {@link ElicitationDeclinedByClient} when it came back within
- * `humanMinMs` (still a no, but nobody was asked); `cancel`, a failed request, no answer within
+ * → `no` (the human refused); `cancel`, a failed request, no answer within
  * {@link ELICITATION_TIMEOUT_MS}, or an `accept` without a valid decision → {@link
  * ElicitationUnanswered}: nobody decided, and the approval falls back to `approval_required`.
  */
@@ -61,10 +57,8 @@ async function elicitDecision(
     options: { timeout: number },
   ) => Promise<{ action: string; content?: Record<string, unknown> }>,
   timeoutMs: number,
-  clock: { now: () => number; humanMinMs: number },
 ): Promise<ApprovalDecision> {
   let answer: { action: string; content?: Record<string, unknown> };
-  const asked = clock.now();
   try {
     answer = await sendRequest(
       {
@@ -78,11 +72,7 @@ async function elicitDecision(
     const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
     throw new ElicitationUnanswered(timedOut ? "timeout" : "error", (err as Error).message);
   }
-  if (answer.action === "decline") {
-    const ms = Math.max(0, Math.round(clock.now() - asked));
-    if (ms < clock.humanMinMs) throw new ElicitationDeclinedByClient(ms);
-    return "no";
-  }
+  if (answer.action === "decline") return "no";
   const decision = answer.content?.decision;
   if (answer.action === "accept" && DECISIONS.includes(decision as string)) {
     return decision as ApprovalDecision;
@@ -97,10 +87,6 @@ async function elicitDecision(
 export interface McpServerOptions {
   /** How long an elicitation may stay unanswered (default {@link ELICITATION_TIMEOUT_MS}). */
   readonly elicitationTimeoutMs?: number;
-  /** A `decline` sooner than this is the client's, not a person's (default {@link HUMAN_MIN_MS}). */
-  readonly humanMinMs?: number;
-  /** The clock that times elicitations (default `performance.now`). */
-  readonly now?: () => number;
 }
 
 /**
@@ -109,10 +95,6 @@ export interface McpServerOptions {
  */
 export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): Server {
   const elicitationTimeoutMs = opts.elicitationTimeoutMs ?? ELICITATION_TIMEOUT_MS;
-  const clock = {
-    now: opts.now ?? (() => performance.now()),
-    humanMinMs: opts.humanMinMs ?? HUMAN_MIN_MS,
-  };
   const server = new Server(
     { name: "pml", version: PML_VERSION },
     {
@@ -131,7 +113,7 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
     CallToolRequestSchema,
     async (request, extra): Promise<CallToolResult> => {
       const elicit: Elicit | undefined = server.getClientCapabilities()?.elicitation
-        ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs, clock)
+        ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs)
         : undefined;
       const token = request.params._meta?.progressToken;
       const sampling = server.getClientCapabilities()?.sampling;

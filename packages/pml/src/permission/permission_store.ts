@@ -10,22 +10,14 @@ import { checkPermission, type Decision, type Permissions } from "./patterns.ts"
 export class PermissionStore {
   #permissions: Permissions;
   readonly #configPath: string;
-  #fromFile: boolean;
 
-  /** `fromFile`: the permissions come from `.pml.json` (else the built-in defaults apply). */
-  constructor(permissions: Permissions, configPath: string, fromFile = true) {
+  constructor(permissions: Permissions, configPath: string) {
     this.#permissions = permissions;
     this.#configPath = configPath;
-    this.#fromFile = fromFile;
   }
 
   get current(): Permissions {
     return this.#permissions;
-  }
-
-  /** True when the permissions come from `.pml.json`, false while the built-in defaults apply. */
-  get fromFile(): boolean {
-    return this.#fromFile;
   }
 
   check(toolId: string): Decision {
@@ -53,7 +45,6 @@ export class PermissionStore {
     const ask = (perms.ask ?? []).filter((p) => p !== toolId);
     file.permissions = { ...perms, allow, ask, deny: perms.deny ?? [] };
     await writeFileAtomic(this.#configPath, JSON.stringify(file, null, 2) + "\n");
-    this.#fromFile = true;
     this.#permissions = Object.freeze({
       allow: [...this.#permissions.allow.filter((p) => p !== toolId), toolId],
       ask: this.#permissions.ask.filter((p) => p !== toolId),

@@ -19,10 +19,52 @@ type ModuleFn = (args: any, ctx: any) => unknown;
 /** Modules the sandbox can run, by namespace. */
 export type ModuleTable = Record<string, Record<string, unknown>>;
 
-const rawRead = Deno.stdin.read.bind(Deno.stdin);
+/**
+ * The protocol's streams. A sandbox that runs programs (`shell:exec`) is started with the
+ * `fds` channel (`os_sandbox.ts` `SandboxChannel`): the protocol comes on descriptors 3 and 4, and
+ * the runner, before anything else runs, marks them close-on-exec (no program it starts inherits
+ * them) and makes itself non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`): the kernel then refuses its
+ * `/proc/<pid>/fd`, `mem` and `environ` to every other process of the sandbox, which holds no
+ * capability. The programs a command runs can neither read nor write the protocol.
+ */
+function protocolStreams(): {
+  read: (b: Uint8Array) => Promise<number | null>;
+  write: (b: Uint8Array) => number;
+} {
+  const libc = Deno.args.find((a) => a.startsWith("--pml-channel="))?.slice(
+    "--pml-channel=".length,
+  );
+  if (!libc) {
+    return {
+      read: Deno.stdin.read.bind(Deno.stdin),
+      write: Deno.stdout.writeSync.bind(Deno.stdout),
+    };
+  }
+  const input = Deno.openSync("/proc/self/fd/3", { read: true });
+  const output = Deno.openSync("/proc/self/fd/4", { write: true });
+  const lib = Deno.dlopen(libc, {
+    prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
+    fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  });
+  const F_SETFD = 2;
+  const FD_CLOEXEC = 1;
+  const PR_SET_DUMPABLE = 4;
+  const sealed = lib.symbols.fcntl(3, F_SETFD, FD_CLOEXEC) === 0 &&
+    lib.symbols.fcntl(4, F_SETFD, FD_CLOEXEC) === 0 &&
+    lib.symbols.prctl(PR_SET_DUMPABLE, 0n, 0n, 0n, 0n) === 0;
+  lib.close();
+  if (!sealed) {
+    console.error("sandbox: cannot seal the protocol's channel; stopping");
+    Deno.exit(70);
+  }
+  return { read: input.read.bind(input), write: output.writeSync.bind(output) };
+}
+
+const streams = protocolStreams();
+const rawRead = streams.read;
 // Taken now as well (before any module code runs); only the std sandboxes expose `gc`.
 const collectWhenIdle = idleCollector();
-const rawWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
+const rawWriteSync = streams.write;
 // What `send` calls on the way out, taken now as well: code running in this process (pml:execute
 // code, registry modules) may replace prototype methods later, and a replaced `subarray` or
 // `length` would make the runner itself write bytes of the code's choosing on the protocol stream.

@@ -139,6 +139,74 @@ export function bwrapArgs(
   return args;
 }
 
+/** How the sandbox's first process talks to `pml`. */
+export type SandboxChannel =
+  /** Its stdin and stdout, as given (a stdio MCP server, a Deno sandbox that runs no program). */
+  | "stdio"
+  /**
+   * Descriptors 3 (from `pml`) and 4 (to `pml`), its stdin and stdout being `/dev/null`: bubblewrap's
+   * init process, which every process of the sandbox can reach through `/proc/1/fd`, then holds
+   * none of the protocol's pipes, and the runner makes itself unreachable (`_runner.ts`).
+   */
+  | "fds";
+
+/** Descriptors of {@link SandboxChannel} `fds`, and the seccomp program's. */
+export const CHANNEL_IN_FD = 3;
+export const CHANNEL_OUT_FD = 4;
+const SECCOMP_FD = 5;
+
+/** Quotes `text` for a POSIX shell. */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * Whether the policy lets processes open unix sockets: to the sockets it grants (the SSH agent),
+ * or to the network proxy's when it grants hosts. Otherwise the seccomp filter refuses them.
+ */
+export function unixSocketsAllowed(policy: OsPolicy): boolean {
+  return policy.sockets.length > 0 || policy.net.length > 0;
+}
+
+/**
+ * The program and arguments that start `command` under `policy` in bubblewrap: a POSIX shell that
+ * sets up the descriptors (the channel, the seccomp program) and replaces itself with `bwrap`.
+ *
+ * @example
+ * ```ts
+ * const { program, args } = osCommand("/usr/bin/bwrap", policy, "/ws", ["deno", "run", "x.ts"]);
+ * new Deno.Command(program, { args, stdin: "piped", stdout: "piped" });
+ * ```
+ */
+export function osCommand(
+  bwrap: string,
+  policy: OsPolicy,
+  cwd: string,
+  command: readonly string[],
+  opts: {
+    denoPath?: string;
+    channel?: SandboxChannel;
+    /** The seccomp program's file (`seccomp.ts`). */
+    seccomp?: string;
+    /** The folder of the sandbox's network proxy (see {@link bwrapArgs}). */
+    netDir?: string;
+  } = {},
+): { program: string; args: string[] } {
+  const filter = unixSocketsAllowed(policy) ? undefined : opts.seccomp;
+  const redirects = [
+    ...(opts.channel === "fds"
+      ? [`${CHANNEL_IN_FD}<&0`, `${CHANNEL_OUT_FD}>&1`, "0</dev/null", "1>/dev/null"]
+      : []),
+    ...(filter ? [`${SECCOMP_FD}<${shellQuote(filter)}`] : []),
+  ];
+  const bwrapArgv = bwrapArgs(policy, cwd, command, opts.denoPath, opts.netDir);
+  const args = filter ? ["--seccomp", String(SECCOMP_FD), ...bwrapArgv] : bwrapArgv;
+  return {
+    program: "/bin/sh",
+    args: ["-c", `exec "$0" "$@" ${redirects.join(" ")}`.trimEnd(), bwrap, ...args],
+  };
+}
+
 /** Whether bubblewrap works here, and if not, why (for the refusal message and `pml status`). */
 export type OsSandboxStatus =
   | { readonly available: true; readonly bwrap: string }

@@ -10,7 +10,13 @@ import {
   testConfig,
   textOf,
 } from "../testing/workspace.ts";
-import { bwrapArgs, detectOsSandbox, detectOsSandboxSoon, type OsPolicy } from "./os_sandbox.ts";
+import {
+  bwrapArgs,
+  detectOsSandbox,
+  detectOsSandboxSoon,
+  osCommand,
+  type OsPolicy,
+} from "./os_sandbox.ts";
 import { SandboxPool } from "./pool.ts";
 
 /** A policy with nothing in it, for the renderer's tests to fill. */
@@ -332,4 +338,33 @@ Deno.test("pool: a sandbox whose OS policy changed is replaced; the old one fini
   } finally {
     await pool.close();
   }
+});
+
+Deno.test("osCommand: a shell moves the channel to fds 3 and 4 and opens the seccomp program, quoted", () => {
+  const { program, args } = osCommand(
+    "/usr/bin/bwrap",
+    EMPTY,
+    "/",
+    ["deno", "run", "x.ts"],
+    { channel: "fds", seccomp: "/tmp/a dir/it's.bpf" },
+  );
+  assertEquals(program, "/bin/sh");
+  assertEquals(args[0], "-c");
+  assertEquals(
+    args[1],
+    `exec "$0" "$@" 3<&0 4>&1 0</dev/null 1>/dev/null 5<'/tmp/a dir/it'\\''s.bpf'`,
+  );
+  assertEquals(args.slice(2, 5), ["/usr/bin/bwrap", "--seccomp", "5"]);
+  // A policy that needs unix sockets (a granted SSH agent) gets no filter.
+  const agent = osCommand(
+    "/usr/bin/bwrap",
+    { ...EMPTY, sockets: ["/run/agent.sock"] },
+    "/",
+    ["x"],
+    {
+      seccomp: "/f.bpf",
+    },
+  );
+  assert(!agent.args.includes("--seccomp"));
+  assertEquals(agent.args[1], `exec "$0" "$@"`);
 });

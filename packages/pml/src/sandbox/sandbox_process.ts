@@ -1,10 +1,15 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
+import { printable } from "./printable.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
 import { childPids, killWithChildren, processAlive, type ProcStat, procStat } from "../procfs.ts";
+import { unixSocketFilterFile } from "./seccomp.ts";
+import { libcPath } from "./libc.ts";
 import {
-  bwrapArgs,
+  CHANNEL_IN_FD,
+  CHANNEL_OUT_FD,
   detectOsSandbox,
+  osCommand,
   type OsPolicy,
   type OsSandboxStatus,
   SANDBOX_DENO_DIR,
@@ -58,8 +63,21 @@ export interface SandboxSpec {
  */
 export const LEAN_V8_FLAGS = "--no-opt,--no-maglev,--expose-gc";
 
-/** Deno flags for a spec: least privilege, no prompts, no config or lockfile from the workspace. */
-export function sandboxFlags(spec: SandboxSpec): string[] {
+/**
+ * Deno flags for a spec: least privilege, no prompts, no config or lockfile from the workspace.
+ * `channel`: the runner talks over descriptors 3 and 4 and seals itself with `prctl` through
+ * the C library at `libc` (see `_runner.ts`), which these flags then let it open, and nothing else.
+ */
+export function sandboxFlags(spec: SandboxSpec, channel?: { libc: string }): string[] {
+  if (channel) {
+    const flags = sandboxFlags({
+      ...spec,
+      read: [...spec.read, `/proc/self/fd/${CHANNEL_IN_FD}`],
+      write: [...spec.write, `/proc/self/fd/${CHANNEL_OUT_FD}`],
+    });
+    flags.splice(flags.length - 1, 0, `--allow-ffi=${channel.libc}`);
+    return [...flags, `--pml-channel=${channel.libc}`];
+  }
   for (const p of [...spec.read, ...spec.write]) {
     if (p.includes(",")) {
       throw new PmlError("SANDBOX_SPEC", `Cannot grant "${p}": path contains a comma`);
@@ -174,10 +192,24 @@ export class SandboxProcess {
       : undefined;
     // Programs a shell starts get SOCKS5 too; Deno code only HTTP(S) (see HTTP_PROXY_ENV).
     if (proxy) Object.assign(env, spec.run ? PROXY_ENV : HTTP_PROXY_ENV);
-    this.#child = new Deno.Command(confined ? confined.bwrap : deno, {
-      args: confined
-        ? bwrapArgs(confined.policy, spec.cwd, [deno, ...sandboxFlags(spec)], deno, proxy?.dir)
-        : sandboxFlags(spec),
+    // A sandbox that runs programs keeps its protocol out of their reach (`SandboxChannel`).
+    const libc = confined && spec.run ? libcPath() : undefined;
+    const started = confined
+      ? osCommand(
+        confined.bwrap,
+        confined.policy,
+        spec.cwd,
+        [deno, ...sandboxFlags(spec, libc ? { libc } : undefined)],
+        {
+          denoPath: deno,
+          channel: libc ? "fds" : "stdio",
+          seccomp: unixSocketFilterFile(),
+          netDir: proxy?.dir,
+        },
+      )
+      : { program: deno, args: sandboxFlags(spec) };
+    this.#child = new Deno.Command(started.program, {
+      args: started.args,
       cwd: spec.cwd,
       clearEnv: true,
       env,
@@ -189,7 +221,7 @@ export class SandboxProcess {
     let markReady!: () => void;
     this.ready = new Promise((r) => (markReady = r));
     this.#readStdout(markReady);
-    this.#readStderr(opts.onStderr ?? ((line) => console.error(`[sandbox] ${line}`)));
+    this.#readStderr(opts.onStderr ?? ((line) => console.error(`[sandbox] ${printable(line)}`)));
     const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
     const pidWatch = spec.maxProcesses ? this.#watchProcesses(spec.maxProcesses) : undefined;
     this.exited = this.#child.status.then((status) => {

@@ -1,5 +1,5 @@
 import type { CallToolResult } from "../../sdk/types.ts";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import * as filesystem from "../../../../../registry/std/filesystem.ts";
 import * as shell from "../../../../../registry/std/shell.ts";
 import type { AuditLog } from "../../audit/audit.ts";
@@ -20,12 +20,13 @@ import { sandboxEntry } from "../../paths.ts";
 import {
   type CallContext,
   errorResult,
+  type Preflight,
   type Target,
   toCallToolResult,
   type ToolCall,
   type ToolInfo,
 } from "../target.ts";
-import { confinePath, type PathRoots } from "./confine.ts";
+import { confinePath, type PathRoots, realPathForAccess } from "./confine.ts";
 
 type Access = "read" | "write" | "run";
 interface StdToolMeta {
@@ -217,17 +218,45 @@ export class StdTarget implements Target {
   }
 
   /**
-   * Probes for the OS sandbox ahead of the first call (a process start; the gateway calls this
-   * after its first `tools/list`). The read sandbox itself (~40 MB) starts with the first call of a
-   * std tool, so that a gateway used only for cloud tools never holds one.
+   * Starts the sandbox of read-only tools ahead of the first call, once the OS sandbox has been
+   * probed (both start processes; the gateway calls this after its first `tools/list`).
    */
-  probeOs(): void {
-    this.#osProbed().catch(() => {
-      // The gateway closed first: the first call probes again.
+  prewarm(): void {
+    this.#osProbed().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
+      // The gateway closed first, or the sandbox cannot start: the first call reports it.
     });
   }
 
-  async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+  /**
+   * What the question about a std write should also say: where each path argument that goes
+   * through a symlink really leads (`notes.txt` → `.git/config`), so the human approves the file
+   * that would change, not the name the agent gave it.
+   */
+  preflight(call: ToolCall): Promise<Preflight | undefined> {
+    const meta = metaOf(call.ns, call.action);
+    if (!meta || meta.access !== "write") return Promise.resolve(undefined);
+    const resolved: Record<string, string> = {};
+    for (const name of meta.paths) {
+      const given = call.args[name];
+      if (typeof given !== "string" || given === "" || given.includes("\0")) continue;
+      const absolute = resolve(this.#config.workspace, given);
+      let real: string;
+      try {
+        real = realPathForAccess(absolute);
+      } catch {
+        continue; // a dangling link: the call itself is refused with why
+      }
+      if (real !== absolute) resolved[given] = real;
+    }
+    const entries = Object.entries(resolved);
+    if (entries.length === 0) return Promise.resolve(undefined);
+    return Promise.resolve({
+      description: entries.map(([given, real]) => `"${given}" resolves to "${real}".`).join(" "),
+      context: { resolved },
+    });
+  }
+
+  async call(call: ToolCall, _ctx: CallContext): Promise<CallToolResult> {
     const meta = metaOf(call.ns, call.action);
     if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
     const args = { ...call.args };
@@ -278,7 +307,9 @@ export class StdTarget implements Target {
     try {
       const value = await proc.call(
         { ns: call.ns, action: call.action, args, workspace: this.#config.workspace },
-        { timeoutMs: this.#hostTimeoutMs(meta.access, args), onMcp: ctx.callTool },
+        // No `onMcp`: the std modules make no nested calls, so no line on their channel can ask
+        // the gateway for one.
+        { timeoutMs: this.#hostTimeoutMs(meta.access, args) },
       ).finally(async () => {
         // What the command detached from its group (`setsid`) ends with the command too.
         if (meta.access === "run") await proc.killStrays();

@@ -1,4 +1,5 @@
 import type { JSONRPCMessage } from "../../sdk/types.ts";
+import { printable } from "../../sandbox/printable.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { killWithChildren } from "../../procfs.ts";
 import { forEachLine } from "../../sandbox/_lines.ts";
@@ -190,7 +191,8 @@ export class ChildTransport implements Transport {
       for await (const chunk of stderr) {
         const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
         partial = lines.pop() ?? "";
-        for (const line of lines.filter((l) => l.trim())) {
+        // A dependency's lines reach error messages and pml's log: no terminal control in them.
+        for (const line of lines.filter((l) => l.trim()).map(printable)) {
           this.#stderr.push(line);
           if (this.#stderr.length > STDERR_LINES) this.#stderr.shift();
           this.#onStderr?.(line);
