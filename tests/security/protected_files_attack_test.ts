@@ -171,3 +171,41 @@ Deno.test("protected_files: the question about a write through a symlink names t
   assertEquals(asked.length, 1);
   assertStringIncludes(asked[0], `"notes.txt" resolves to "${join(ws.dir, "docs", "real.md")}"`);
 });
+
+Deno.test("attack protected_files: a submodule's config and hooks and the core.hooksPath folder are protected too", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["filesystem", "shell"] } });
+  new Deno.Command("git", { args: ["init", "-q", ws.dir], stdout: "null" }).outputSync();
+  const files: Record<string, string> = {
+    ".git/modules/libs/x/HEAD": "ref: refs/heads/main\n",
+    ".git/modules/libs/x/config": "[core]\n\tbare = false\n",
+    ".git/modules/libs/x/hooks/pre-commit.sample": "#!/bin/sh\n",
+    ".husky/pre-commit": "npm test\n",
+  };
+  for (const [rel, content] of Object.entries(files)) ws.write(rel, content);
+  Deno.writeTextFileSync(
+    join(ws.dir, ".git", "config"),
+    Deno.readTextFileSync(join(ws.dir, ".git", "config")) + "\thooksPath = .husky\n",
+  );
+  await using gw = await gatewayFor(ws);
+  const targets = [
+    ".git/modules/libs/x/config",
+    ".git/modules/libs/x/hooks/post-checkout",
+    ".husky/pre-commit",
+    ".husky/post-merge",
+  ];
+  for (const path of targets) {
+    const result = await gw.client.callTool({
+      name: "filesystem:write_file",
+      arguments: { path, content: FSMONITOR },
+    });
+    assertStringIncludes(textOf(result), "no tool may change", path);
+    await gw.client.callTool({
+      name: "shell:exec",
+      arguments: { command: `printf 'x' >> ${path}` },
+    });
+  }
+  for (const [rel, content] of Object.entries(files)) assertEquals(ws.read(rel), content, rel);
+  assert(missing(join(ws.dir, ".husky/post-merge")));
+  assert(missing(join(ws.dir, ".git/modules/libs/x/hooks/post-checkout")));
+  console.error(`attack protected_files (submodule, hooksPath): ${targets.length * 2} attempts`);
+});

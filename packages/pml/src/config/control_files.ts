@@ -1,4 +1,5 @@
 import { isAbsolute, join, relative, sep } from "node:path";
+import { repoGuardedPaths } from "./repo_guards.ts";
 
 /**
  * PML's control files, relative to the workspace (DESIGN §12): its config, its state folder
@@ -57,9 +58,12 @@ export function controlFilePaths(workspace: string): string[] {
   return CONTROL_FILES.map((rel) => join(workspace, rel));
 }
 
-/** Absolute paths of the protected files under `root` (whether or not they exist). */
+/**
+ * Absolute paths of the protected files under `root` (whether or not they exist), with those its
+ * repository names (submodules' configs and hooks, `core.hooksPath`: `repo_guards.ts`).
+ */
 export function protectedFilePaths(root: string): string[] {
-  return PROTECTED_FILES.map((rel) => join(root, rel));
+  return [...PROTECTED_FILES.map((rel) => join(root, rel)), ...repoGuardedPaths(root)];
 }
 
 /**
