@@ -209,3 +209,24 @@ Deno.test("attack protected_files: a submodule's config and hooks and the core.h
   assert(missing(join(ws.dir, ".git/modules/libs/x/hooks/post-checkout")));
   console.error(`attack protected_files (submodule, hooksPath): ${targets.length * 2} attempts`);
 });
+
+Deno.test("attack protected_files: a repository a command creates keeps only the config and hooks git itself writes", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["shell"] } });
+  Deno.removeSync(join(ws.dir, ".git"), { recursive: true });
+  await using gw = await gatewayFor(ws);
+  const run = (command: string) =>
+    gw.client.callTool({ name: "shell:exec", arguments: { command } }).then(textOf);
+  // One command: a new repository, then its config and hooks planted before the command ends.
+  const note = await run(
+    "git init -q && git config core.fsmonitor 'touch /tmp/pml-pwned' && " +
+      "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+  );
+  assertStringIncludes(note, "core.fsmonitor");
+  assert(missing(join(ws.dir, ".git", "config")), "the planted config was removed");
+  assert(missing(join(ws.dir, ".git", "hooks", "pre-commit")), "the hook was removed");
+  assertStringIncludes(
+    Deno.readTextFileSync(join(ws.dir, ".pml", "audit.log")),
+    "protected_file_blocked",
+  );
+  console.error("attack protected_files (new repository): 2 attempts, both undone");
+});
