@@ -11,6 +11,7 @@ import {
 } from "../sandbox/os_sandbox.ts";
 import { proxyDir } from "../sandbox/net_proxy.ts";
 import type { OsPolicy } from "../sandbox/policy.ts";
+import type { GroupLimits } from "../sandbox/cgroup.ts";
 import { HTTP_PROXY_ENV, PROXY_ENV } from "../sandbox/net_bridge.ts";
 import { sandboxPolicy } from "../sandbox/policy.ts";
 import { unixSocketFilterFile } from "../sandbox/seccomp.ts";
@@ -36,6 +37,8 @@ export interface LaunchSpec {
    * the folder its sockets go to (bound into the sandbox by `args`).
    */
   readonly netProxy?: { readonly grants: readonly string[]; readonly dir: string };
+  /** The control group to start the sandbox in, where `pml` may create one (`cgroup.ts`). */
+  readonly group?: GroupLimits;
 }
 
 /**
@@ -212,6 +215,7 @@ export function denoLaunch(
     env: { ...env, DENO_DIR: SANDBOX_DENO_DIR, ...(net ? HTTP_PROXY_ENV : {}) },
     cwd: ctx.workspace,
     mode: "deno",
+    group: groupOf(policy),
     ...(net ? { netProxy: net } : {}),
   };
 }
@@ -283,8 +287,13 @@ export function commandLaunch(
     env: { ...pick(ctx.env, ["PATH"]), HOME: home, ...declared, ...(net ? PROXY_ENV : {}) },
     cwd: ctx.workspace,
     mode: "command",
+    group: groupOf(policy),
     ...(net ? { netProxy: net } : {}),
   };
+}
+
+function groupOf(policy: OsPolicy): GroupLimits {
+  return { tasks: policy.limits.tasks, memoryMb: policy.limits.memoryMb };
 }
 
 /** The proxy a sandbox with network grants needs, or none. */

@@ -18,6 +18,7 @@ import type { OsPolicy } from "./policy.ts";
 import { within } from "../config/control_files.ts";
 import { PmlError } from "../errors.ts";
 import { bridged, SANDBOX_NET_DIR } from "./net_bridge.ts";
+import { tmpfsArgs, withRlimits } from "./limits.ts";
 
 export type { OsPolicy } from "./policy.ts";
 
@@ -91,7 +92,9 @@ export function bwrapArgs(
   ];
   for (const path of PROC_READ_ONLY) args.push("--ro-bind-try", path, path);
   for (const path of PROC_MASKED) if (exists(path)) args.push("--ro-bind", "/dev/null", path);
-  args.push("--dev", "/dev", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME, "--dir", SANDBOX_DENO_DIR);
+  // Sized tmpfs mounts: a write past the size fails (ENOSPC) instead of filling the host's memory.
+  args.push("--dev", "/dev", ...tmpfsArgs(policy.limits, "/dev/shm"));
+  args.push(...tmpfsArgs(policy.limits, "/tmp"), "--dir", SANDBOX_HOME, "--dir", SANDBOX_DENO_DIR);
   // The bridge to the proxy is a shell script (`sh`, `socat`, `grep`: under /usr, or /bin).
   const bridge = netDir && exists("/bin") ? ["/bin"] : [];
   const reads = [...policy.read, dirname(denoPath), ...PML_CODE_DIRS, ...bridge];
@@ -135,7 +138,8 @@ export function bwrapArgs(
   }
   for (const path of remount) args.push("--remount-ro", path);
   if (netDir) args.push("--ro-bind", netDir, SANDBOX_NET_DIR);
-  args.push("--chdir", cwd, "--", ...(netDir ? bridged(command) : command));
+  const run = netDir ? bridged(command) : command;
+  args.push("--chdir", cwd, "--", ...withRlimits(policy.limits, run));
   return args;
 }
 

@@ -18,6 +18,7 @@ import {
   type OsPolicy,
 } from "./os_sandbox.ts";
 import { SandboxPool } from "./pool.ts";
+import { DENO_LIMITS } from "./limits.ts";
 
 /** A policy with nothing in it, for the renderer's tests to fill. */
 const EMPTY: OsPolicy = {
@@ -28,6 +29,7 @@ const EMPTY: OsPolicy = {
   net: [],
   identity: { uid: 65534, gid: 65534 },
   sockets: [],
+  limits: DENO_LIMITS,
 };
 
 Deno.test("bwrapArgs: namespaces, an unprivileged uid, /proc/sys read-only, grants as given, control files over them", async () => {

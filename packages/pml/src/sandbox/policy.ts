@@ -20,6 +20,7 @@
 import { entryExists, exists } from "../exists.ts";
 import { isAbsolute, join } from "node:path";
 import { within } from "../config/control_files.ts";
+import { DENO_LIMITS, PROGRAM_LIMITS, type SandboxLimits } from "./limits.ts";
 
 /** What one sandbox may do, as data. */
 export interface OsPolicy {
@@ -50,6 +51,8 @@ export interface OsPolicy {
    * new unix socket is refused by a seccomp filter. Empty: no `socket(AF_UNIX)` at all.
    */
   readonly sockets: readonly string[];
+  /** Processes, `/tmp` and `/dev/shm` sizes, file size, memory (`limits.ts`). */
+  readonly limits: SandboxLimits;
 }
 
 /** System folders of the toolbox view (those that exist): programs, libraries, configuration. */
@@ -235,6 +238,8 @@ export interface PolicyInput {
   /** Granted hosts (`host` or `host:port`), reached through the proxy. */
   readonly net?: readonly string[];
   readonly sockets?: readonly string[];
+  /** By default {@link PROGRAM_LIMITS} for the toolbox, {@link DENO_LIMITS} for the narrow view. */
+  readonly limits?: SandboxLimits;
 }
 
 /**
@@ -258,5 +263,6 @@ export function sandboxPolicy(input: PolicyInput): OsPolicy {
     net: [...new Set(input.net ?? [])],
     identity: sandboxIdentity(),
     sockets: [...(input.sockets ?? [])],
+    limits: input.limits ?? (input.view === "toolbox" ? PROGRAM_LIMITS : DENO_LIMITS),
   };
 }

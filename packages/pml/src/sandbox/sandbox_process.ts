@@ -17,6 +17,8 @@ import {
 } from "./os_sandbox.ts";
 import { NetProxy } from "./net_proxy.ts";
 import { HTTP_PROXY_ENV, PROXY_ENV } from "./net_bridge.ts";
+import { createGroup, joinThenRun } from "./cgroup.ts";
+import { diskBytesUnder } from "./_disk_writes.ts";
 
 /** What a sandbox may do, as data: the Deno flags are derived from it and nothing else. */
 export interface SandboxSpec {
@@ -48,6 +50,11 @@ export interface SandboxSpec {
    * under the sandbox's own process, which is killed above it.
    */
   readonly maxProcesses?: number;
+  /**
+   * Most bytes the sandbox may write to disk during one call (a disk filler), in MiB: counted
+   * with the processes, every 100 ms; the sandbox is killed above it.
+   */
+  readonly maxWriteMb?: number;
   /**
    * The OS wall (bubblewrap) around the process, when the machine has one; without one the
    * process runs with its Deno flags only (the caller decides whether that is acceptable).
@@ -208,8 +215,15 @@ export class SandboxProcess {
         },
       )
       : { program: deno, args: sandboxFlags(spec) };
-    this.#child = new Deno.Command(started.program, {
-      args: started.args,
+    // Tasks and memory of the whole sandbox in a control group, where `pml` may create one (the
+    // only process cap the kernel applies when `pml` runs as root).
+    const limits = confined?.policy.limits;
+    const group = limits && createGroup({ tasks: limits.tasks, memoryMb: limits.memoryMb });
+    const [program, ...args] = group
+      ? joinThenRun(group, [started.program, ...started.args])
+      : [started.program, ...started.args];
+    this.#child = new Deno.Command(program, {
+      args,
       cwd: spec.cwd,
       clearEnv: true,
       env,
@@ -223,9 +237,12 @@ export class SandboxProcess {
     this.#readStdout(markReady);
     this.#readStderr(opts.onStderr ?? ((line) => console.error(`[sandbox] ${printable(line)}`)));
     const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
-    const pidWatch = spec.maxProcesses ? this.#watchProcesses(spec.maxProcesses) : undefined;
-    this.exited = this.#child.status.then((status) => {
+    const pidWatch = spec.maxProcesses || spec.maxWriteMb
+      ? this.#watchProcesses(spec.maxProcesses ?? Infinity, spec.maxWriteMb ?? Infinity)
+      : undefined;
+    this.exited = this.#child.status.then(async (status) => {
       proxy?.close();
+      await group?.remove();
       if (privateDenoDir) {
         try {
           Deno.removeSync(privateDenoDir, { recursive: true });
@@ -363,14 +380,31 @@ export class SandboxProcess {
     return timer;
   }
 
-  /** Kills the sandbox when, during a call, more than `limit` processes run under it. */
-  #watchProcesses(limit: number): ReturnType<typeof setInterval> {
+  /**
+   * Kills the sandbox when, during a call, more than `limit` processes run under it, or more
+   * than `writeMb` MiB were written to disk since the call started.
+   */
+  #watchProcesses(limit: number, writeMb: number): ReturnType<typeof setInterval> {
+    let before: number | undefined;
     const timer = setInterval(() => {
-      if (this.#pending.size === 0) return; // idle: nothing of a command can run
-      const count = descendantCount(this.#child.pid);
+      if (this.#pending.size === 0) {
+        before = undefined; // idle: nothing of a command can run
+        return;
+      }
+      const count = limit === Infinity ? 0 : descendantCount(this.#child.pid);
       if (count > limit) {
         this.#exitReason =
           `the sandbox ran more than ${limit} processes (${count}) and was stopped`;
+        this.kill();
+        return;
+      }
+      if (writeMb === Infinity) return;
+      const written = diskBytesUnder(this.#child.pid, childrenOf);
+      before ??= written;
+      if (written - before > writeMb * 1024 * 1024) {
+        this.#exitReason = `the sandbox wrote more than ${writeMb} MiB to disk in one call (${
+          Math.round((written - before) / 1024 / 1024)
+        } MiB) and was stopped`;
         this.kill();
       }
     }, 100);

@@ -64,6 +64,8 @@ export function isStdReadTool(toolId: string): boolean {
 
 /** Processes the shell sandbox may hold while commands run: a fork bomb stops there. */
 export const MAX_SHELL_PROCESSES = 256;
+/** Bytes one `shell:exec` call may write to disk (MiB) before its sandbox is stopped. */
+export const MAX_SHELL_WRITE_MB = 2048;
 
 /**
  * Runs the built-in tools (`filesystem`, `shell`) in warm sandbox subprocesses. Path arguments are
@@ -212,6 +214,7 @@ export class StdTarget implements Target {
             net: sandbox.net,
           }),
           maxProcesses: MAX_SHELL_PROCESSES,
+          maxWriteMb: MAX_SHELL_WRITE_MB,
         };
       }
     }

@@ -4,6 +4,7 @@ import type { LaunchSpec } from "../../deps/launch.ts";
 import { killWithChildren } from "../../procfs.ts";
 import { forEachLine } from "../../sandbox/_lines.ts";
 import { NetProxy } from "../../sandbox/net_proxy.ts";
+import { createGroup, joinThenRun } from "../../sandbox/cgroup.ts";
 import { serializeMessage, type Transport } from "./_sdk_shared.ts";
 
 /** How a child ended. */
@@ -68,9 +69,12 @@ export class ChildTransport implements Transport {
     const { command, args, env, cwd, netProxy } = this.spec;
     // The sandbox's only way to the network (its granted hosts), outside it, for its lifetime.
     const proxy = netProxy && new NetProxy(netProxy.grants, { dir: netProxy.dir });
+    // Its tasks and memory, where a control group can hold them (`cgroup.ts`).
+    const group = this.spec.group && createGroup(this.spec.group);
+    const [program, ...argv] = group ? joinThenRun(group, [command, ...args]) : [command, ...args];
     try {
-      this.#child = new Deno.Command(command, {
-        args: [...args],
+      this.#child = new Deno.Command(program, {
+        args: argv,
         cwd,
         clearEnv: true,
         env: { ...env },
@@ -81,15 +85,17 @@ export class ChildTransport implements Transport {
       }).spawn();
     } catch (err) {
       proxy?.close();
+      void group?.remove();
       throw err;
     }
     this.#writer = this.#child.stdin.getWriter();
     this.#writer.closed.catch(() => {});
     this.#readStdout(this.#child.stdout);
     this.#readStderr(this.#child.stderr);
-    this.#exited = this.#child.status.then((status) => {
+    this.#exited = this.#child.status.then(async (status) => {
       this.#killGroup("SIGKILL", { reaped: true }); // leftovers of the group (grandchildren)
       proxy?.close();
+      await group?.remove();
       this.#exit = { code: status.code, signal: status.signal, requested: this.#stopping };
       this.onclose?.();
       return this.#exit;
