@@ -64,7 +64,8 @@ await SandboxManager.initialize({
 const initMs = performance.now() - t0;
 
 /** Each attempt, and what counts as held (the attacker got nothing). */
-const attempts: { name: string; command: string; held: (text: string, code: number) => boolean }[] = [
+type Attempt = { name: string; command: string; held: (text: string, code: number) => boolean };
+const attempts: Attempt[] = [
   { name: "uid inside (root outside)", command: "id -u", held: (t) => t.trim() !== "0" },
   {
     name: "/proc/sys/kernel/core_pattern opened for writing",
@@ -102,7 +103,8 @@ const attempts: { name: string; command: string; held: (text: string, code: numb
   },
   {
     name: "new unix socket (listen in the workspace)",
-    command: "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.bind('x.sock'); print('BOUND')\"",
+    command:
+      "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.bind('x.sock'); print('BOUND')\"",
     held: (t) => !t.includes("BOUND"),
   },
   {

@@ -76,13 +76,13 @@ export function seatbeltProfile(
     "(allow process-exec process-fork)",
     "(allow signal (target same-sandbox))",
     "(allow sysctl-read)",
-    "(allow mach-lookup (global-name \"com.apple.system.opendirectoryd.libinfo\"))",
+    '(allow mach-lookup (global-name "com.apple.system.opendirectoryd.libinfo"))',
     "(allow ipc-posix-shm-read-data ipc-posix-shm-write-data)",
     // Path lookups need the metadata of every folder on the way (not the contents).
     "(allow file-read-metadata)",
     ...rule("allow file-read*", reads),
     ...rule("allow file-write*", writes),
-    "(allow file-write-data (literal \"/dev/null\") (literal \"/dev/tty\"))",
+    '(allow file-write-data (literal "/dev/null") (literal "/dev/tty"))',
     // Secrets stay hidden inside what the reads and writes show (after them: the later rule wins).
     ...rule("deny file-read* file-write*", policy.denyRead),
     // Control and protected files: read-only inside the writable folders.
