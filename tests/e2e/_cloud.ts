@@ -102,8 +102,14 @@ export async function startUpstream() {
   };
 }
 
+/** The paths of the `upstream` and `open` entries under the upstream's URL. */
+export interface UpstreamPaths {
+  readonly upstream: string;
+  readonly open: string;
+}
+
 /** The registry folder: the repository's std modules and routing, plus `upstream` and `open`. */
-function writeRegistry(dir: string, upstreamUrl: string): void {
+function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamPaths): void {
   Deno.mkdirSync(join(dir, "std"), { recursive: true });
   Deno.mkdirSync(join(dir, "mcp"), { recursive: true });
   Deno.copyFileSync(join(ROOT, "registry/routing.json"), join(dir, "routing.json"));
@@ -124,7 +130,7 @@ function writeRegistry(dir: string, upstreamUrl: string): void {
     JSON.stringify({
       type: "http",
       description: "everything, with a key",
-      proxyTo: `${upstreamUrl}/u/mcp`,
+      proxyTo: `${upstreamUrl}${paths.upstream}`,
       envRequired: ["UPSTREAM_TOKEN"],
       byok: { env: "UPSTREAM_TOKEN", header: "Authorization", format: "Bearer {key}" },
       tools: [echo("upstream")],
@@ -135,7 +141,7 @@ function writeRegistry(dir: string, upstreamUrl: string): void {
     JSON.stringify({
       type: "http",
       description: "everything, no key",
-      proxyTo: `${upstreamUrl}/o/mcp`,
+      proxyTo: `${upstreamUrl}${paths.open}`,
       envRequired: [],
       tools: [echo("open")],
     }),
@@ -146,9 +152,12 @@ function writeRegistry(dir: string, upstreamUrl: string): void {
  * The pml-server app on a fixed loopback port, recording requests. `stop()` and `start()` take the
  * socket down and up again (same store, same key), as a cloud outage would.
  */
-export async function startCloud(upstreamUrl: string) {
+export async function startCloud(
+  upstreamUrl: string,
+  paths: UpstreamPaths = { upstream: "/u/mcp", open: "/o/mcp" },
+) {
   const dir = Deno.makeTempDirSync({ prefix: "pml-cloud-" });
-  writeRegistry(dir, upstreamUrl);
+  writeRegistry(dir, upstreamUrl, paths);
   const store = new SqliteStore(":memory:");
   await store.migrate();
   const routing = await loadRoutingTable(join(dir, "routing.json"));
