@@ -3,7 +3,6 @@
  * SDK client, over stdio and over `pml serve` (Streamable HTTP carries the server→client request
  * on the tool call's own stream), and the MCP's cancellation forwarded to the client.
  */
-import { join } from "node:path";
 import { Client } from "../../packages/pml/src/sdk/client.ts";
 import { StreamableHTTPClientTransport } from "../../packages/pml/src/sdk/http_client.ts";
 import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
@@ -13,25 +12,12 @@ import {
   ElicitRequestSchema,
 } from "../../packages/pml/src/sdk/types.ts";
 import { assertEquals, assertStringIncludes } from "../../packages/pml/src/testing/assert.ts";
-import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { samplerWorkspace } from "../../packages/pml/src/sampling/_testing.ts";
 import { spawnServe } from "./_serve.ts";
 import { PML_BIN, pmlEnv } from "./_spawn.ts";
 
-const ROOT = join(import.meta.dirname!, "..", "..");
-const FIXTURE = join(ROOT, "tests", "fixtures", "sampling_server.mjs");
-
 function workspace() {
-  return tempWorkspace({
-    permissions: { allow: ["sampler", "sampling:sampler"] },
-    private_mcps: {
-      sampler: {
-        type: "stdio",
-        install: { command: "node", args: [FIXTURE] },
-        permissions: { read: [ROOT, Deno.realPathSync(join(ROOT, "node_modules"))] },
-        tools: [{ name: "sampler:ask", inputSchema: { type: "object" } }],
-      },
-    },
-  });
+  return samplerWorkspace({ allow: ["sampler", "sampling:sampler"] });
 }
 
 /** An SDK client that answers the raw command's approval and relays sampling to `answer`. */
@@ -130,3 +116,35 @@ for (const via of ["stdio", "pml serve"] as const) {
     await sawAbort;
   });
 }
+
+Deno.test("e2e sampling over pml serve: a call resumed with pml:continue samples through the resuming request's stream", async () => {
+  await using ws = samplerWorkspace({ allow: ["sampling:sampler"], ask: ["sampler"] }, {
+    approvals: "agent",
+  });
+  await using serve = await spawnServe(ws);
+  // Sampling but no elicitation: the ask becomes approval_required, answered with pml:continue.
+  const client = new Client({ name: "e2e-resume", version: "1" }, {
+    capabilities: { sampling: {} },
+  });
+  client.setRequestHandler(CreateMessageRequestSchema, (req) => {
+    const first = req.params.messages[0].content as { text: string };
+    return {
+      role: "assistant",
+      model: "client-model",
+      content: { type: "text", text: `resumed: ${first.text}` },
+    };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(serve.url)));
+  try {
+    const asked = await client.callTool({ name: "sampler__ask", arguments: { prompt: "later" } });
+    const pending = asked.structuredContent as { status: string; workflow_id: string };
+    assertEquals(pending.status, "approval_required", JSON.stringify(asked));
+    const r = await client.callTool({
+      name: "pml__continue",
+      arguments: { workflow_id: pending.workflow_id, decision: "yes" },
+    });
+    assertEquals(answerOf(r).ok?.content.text, "resumed: later", JSON.stringify(r));
+  } finally {
+    await client.close();
+  }
+});

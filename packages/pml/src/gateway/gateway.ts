@@ -4,7 +4,8 @@ import type {
   CreateMessageResult,
   Tool,
 } from "../sdk/types.ts";
-import type { ClientSample, Sampling } from "../sampling/sampling.ts";
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { ClientSample, Sampling, SamplingBudget } from "../sampling/sampling.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
 import type {
@@ -79,6 +80,15 @@ export class ToolCallError extends PmlError {}
  */
 export class Gateway {
   readonly #deps: GatewayDeps;
+  /**
+   * The channel of the `pml:continue` request that resumes an approved call: the resumed work
+   * (its sampling relays, elicitations, progress, cancellation) runs on it, since the request that
+   * was asked has been answered already (over `pml serve`, a request related to it fails with "No
+   * connection established").
+   */
+  readonly #resuming = new AsyncLocalStorage<CallChannel>();
+  /** Per tool call (its channel): what its sampling requests have used, nested calls included. */
+  readonly #samplingBudgets = new WeakMap<CallChannel, SamplingBudget>();
   readonly #meta = new Map<string, MetaTool>();
   #names = new Map<string, string>();
   #listed = false;
@@ -241,7 +251,7 @@ export class Gateway {
               target,
               toolId,
               args,
-              channel,
+              this.#resuming.getStore() ?? channel,
               pre?.covers && { request: pre.covers, by },
             ),
         ),
@@ -342,9 +352,12 @@ export class Gateway {
       throw new PmlError("SAMPLING_UNAVAILABLE", `Sampling is not available to "${server}" here`);
     }
     const elicit = channel.elicit;
+    let budget = this.#samplingBudgets.get(channel);
+    if (!budget) this.#samplingBudgets.set(channel, budget = { requests: 0 });
     return await sampling.sample({
       server,
       params,
+      budget,
       allowedToolPatterns: opts.allowedToolPatterns,
       signal: opts.signal ?? channel.signal,
       onprogress: opts.onprogress,
@@ -397,11 +410,12 @@ export class Gateway {
       );
     }
     try {
-      return await this.#deps.approvals.continue(
-        id,
-        decision as ApprovalDecision,
-        channel.session,
-      );
+      return await this.#resuming.run(channel, () =>
+        this.#deps.approvals.continue(
+          id,
+          decision as ApprovalDecision,
+          channel.session,
+        ));
     } catch (err) {
       return errorResult(errorMessage(err));
     }

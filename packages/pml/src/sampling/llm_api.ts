@@ -117,8 +117,9 @@ export async function callLlm(
     throw new PmlError(
       "SAMPLING_LLM_ERROR",
       `Sampling: the ${endpoint.provider} API answered ${response.status}: ${
-        redact(text, endpoint.apiKey).slice(0, 500)
+        redact(text.slice(0, 2000), endpoint.apiKey).slice(0, 500)
       }`,
+      { details: { status: response.status } },
     );
   }
   let json: Record<string, unknown>;
@@ -133,8 +134,27 @@ export async function callLlm(
   return endpoint.provider === "anthropic" ? fromAnthropic(json) : fromOpenai(json);
 }
 
-function redact(text: string, key: string): string {
-  return key ? text.split(key).join("[key]") : text;
+/** Shortest run of the key's characters that counts as a copy of it. */
+const KEY_FRAGMENT = 8;
+
+/**
+ * `text` without the key: the key itself, and every word that holds 8 or more consecutive
+ * characters of it (an API that echoes a key often cuts or masks part of it: `sk-ant-…wxyz1234`).
+ */
+export function redact(text: string, key: string): string {
+  if (!key) return text;
+  const out = text.split(key).join("[key]");
+  if (key.length < KEY_FRAGMENT) return out;
+  const fragments = new Set<string>();
+  for (let i = 0; i + KEY_FRAGMENT <= key.length; i++) {
+    fragments.add(key.slice(i, i + KEY_FRAGMENT));
+  }
+  return out.replace(/[A-Za-z0-9_\-+/=.]{8,}/g, (word) => {
+    for (let i = 0; i + KEY_FRAGMENT <= word.length; i++) {
+      if (fragments.has(word.slice(i, i + KEY_FRAGMENT))) return "[key]";
+    }
+    return word;
+  });
 }
 
 type Block = Record<string, unknown>;

@@ -15,9 +15,12 @@
  *    own, the model is offered the gateway's tools that match, each tool use runs through the
  *    whole gateway pipeline (permissions, approvals, routing), and the loop is bounded in turns,
  *    output tokens and time. The bounds and what was used are in the result's `_meta`.
+ * 4. **Bounds of a call.** The model requests of one tool call are counted together (32), a prompt
+ *    over 1,000,000 characters is refused unsent, and the BYOK path asks for at most the output
+ *    bound in `maxTokens`.
  *
- * Every request writes an audit line (`sampling`): the MCP, the path, the decision, counts; never
- * the prompt or the answer.
+ * Every request writes an audit line (`sampling`): the MCP, the path, the decision, counts, an
+ * error's code; never the prompt, the answer or an error's text.
  *
  * @module
  */
@@ -28,13 +31,22 @@ import type {
   SamplingMessage,
   Tool,
 } from "../sdk/types.ts";
-import { PmlError } from "../errors.ts";
+import { isPmlError, PmlError } from "../errors.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../permission/approvals.ts";
 import type { Decision } from "../permission/patterns.ts";
 import { matchesPattern } from "../permission/patterns.ts";
 import { callLlm, chooseEndpoint, PROVIDERS } from "./llm_api.ts";
 import { exposedName } from "../gateway/names.ts";
+import {
+  DEFAULT_BOUNDS,
+  overBudget,
+  promptSize,
+  type SamplingBounds,
+  type SamplingBudget,
+} from "./bounds.ts";
+
+export { DEFAULT_BOUNDS, type SamplingBounds, type SamplingBudget } from "./bounds.ts";
 
 /** Sends a sampling request to the connected client (present when it declared `sampling`). */
 export type ClientSample = (
@@ -50,19 +62,6 @@ export interface SamplingTools {
   list(): Promise<readonly { id: string; description: string; inputSchema: Tool["inputSchema"] }[]>;
   run(toolId: string, args: Record<string, unknown>): Promise<CallToolResult>;
 }
-
-/** Bounds of one sampling request's loop. */
-export interface SamplingBounds {
-  readonly maxTurns: number;
-  readonly maxOutputTokens: number;
-  readonly timeMs: number;
-}
-
-export const DEFAULT_BOUNDS: SamplingBounds = {
-  maxTurns: 8,
-  maxOutputTokens: 16_000,
-  timeMs: 120_000,
-};
 
 export interface SamplingDeps {
   readonly audit: AuditLog;
@@ -91,6 +90,8 @@ export interface SamplingCall {
   readonly signal?: AbortSignal;
   /** The MCP asked for progress of its request: the client's progress is sent back to it. */
   readonly onprogress?: SamplingProgress;
+  /** Shared by the sampling requests of the tool call this one belongs to. */
+  readonly budget?: SamplingBudget;
 }
 
 /** The `_meta` key of a result that says how PML answered. */
@@ -122,6 +123,24 @@ export class Sampling {
         ...extra,
       });
 
+    const bounds = this.#bounds;
+    if (size > bounds.maxPromptChars) {
+      await audit("too_large");
+      throw new PmlError(
+        "SAMPLING_TOO_LARGE",
+        `Sampling by "${call.server}": the prompt has ${size} characters, more than the ` +
+          `${bounds.maxPromptChars} PML sends to a model; nothing was sent`,
+      );
+    }
+    const budget = call.budget ?? { requests: 0 };
+    if (budget.requests >= bounds.maxRequestsPerCall) {
+      await audit("over_budget", { requests: budget.requests });
+      throw overBudget(call.server, bounds.maxRequestsPerCall);
+    }
+    // The BYOK path asks the API for at most the loop's output bound in one turn.
+    const asked = call.params.maxTokens;
+    const maxTokens = call.clientSample ? asked : Math.min(asked, bounds.maxOutputTokens);
+
     const decision = this.#d.check(id);
     if (decision === "deny") {
       await audit("denied");
@@ -150,14 +169,16 @@ export class Sampling {
         type: "sampling",
         description:
           `Allow "${call.server}" to ask ${via} for a completion? (${call.params.messages.length} ` +
-          `message(s), ${size} characters, up to ${call.params.maxTokens} tokens)`,
+          `message(s), ${size} characters, up to ${maxTokens} tokens${
+            maxTokens < asked ? ` (it asked ${asked})` : ""
+          })`,
         context: {
           server: call.server,
           path,
           model: endpoint?.model ?? hints[0],
           messages: call.params.messages.length,
           characters: size,
-          maxTokens: call.params.maxTokens,
+          maxTokens,
           tools: call.allowedToolPatterns,
         },
       });
@@ -185,17 +206,29 @@ export class Sampling {
       : (await call.tools.list()).filter((t) =>
         call.allowedToolPatterns.some((p) => matchesPattern(p, t.id))
       );
+    const counted = <T>(send: () => Promise<T>): Promise<T> => {
+      // Every model request of this tool call counts, on either path, whatever loop sends it.
+      if (budget.requests >= bounds.maxRequestsPerCall) {
+        return Promise.reject(overBudget(call.server, bounds.maxRequestsPerCall));
+      }
+      budget.requests++;
+      return send();
+    };
     const model = call.clientSample
       ? (params: CreateMessageRequestParams, tools?: readonly Tool[]) =>
-        call.clientSample!(tools?.length ? { ...params, tools: [...tools] } : params, {
-          signal: call.signal,
-          onprogress: call.onprogress,
-        })
+        counted(() =>
+          call.clientSample!(tools?.length ? { ...params, tools: [...tools] } : params, {
+            signal: call.signal,
+            onprogress: call.onprogress,
+          })
+        )
       : (params: CreateMessageRequestParams, tools?: readonly Tool[]) =>
-        callLlm(endpoint!, { params, tools: tools ?? params.tools }, {
-          fetch: this.#d.fetch,
-          signal: call.signal ? AbortSignal.any([call.signal, deadline]) : deadline,
-        }).catch((err) => {
+        counted(() =>
+          callLlm(endpoint!, { params: { ...params, maxTokens }, tools: tools ?? params.tools }, {
+            fetch: this.#d.fetch,
+            signal: call.signal ? AbortSignal.any([call.signal, deadline]) : deadline,
+          })
+        ).catch((err) => {
           if (!deadline.aborted || call.signal?.aborted) throw err;
           throw new PmlError(
             "SAMPLING_TIME",
@@ -208,7 +241,14 @@ export class Sampling {
       await audit("answered", { turns, toolCalls, ...(stopped ? { stopped } : {}) });
       return result;
     } catch (err) {
-      await audit("failed", { error: (err as Error).message.slice(0, 200) });
+      // The code only: an API's error text may echo the prompt (and a key in some form), and the
+      // audit log never holds either. The MCP gets the message (redacted of the key).
+      await audit("failed", {
+        error: isPmlError(err) ? err.code : (err as Error)?.name ?? "error",
+        ...(isPmlError(err) && typeof err.details?.status === "number"
+          ? { status: err.details.status }
+          : {}),
+      });
       throw err;
     }
   }
@@ -326,16 +366,4 @@ function withMeta(
       [SAMPLING_META]: { turns, toolCalls, bounds, ...(stopped ? { stopped } : {}) },
     },
   };
-}
-
-/** Characters of text in the request (system prompt included): what the question shows. */
-function promptSize(params: CreateMessageRequestParams): number {
-  let n = params.systemPrompt?.length ?? 0;
-  for (const m of params.messages) {
-    const c = m.content as unknown;
-    for (const b of (Array.isArray(c) ? c : [c]) as Block[]) {
-      if (typeof b.text === "string") n += b.text.length;
-    }
-  }
-  return n;
 }

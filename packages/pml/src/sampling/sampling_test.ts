@@ -5,51 +5,17 @@
  * answered by a scripted LLM API on loopback with the user's key (Anthropic Messages and OpenAI
  * chat completions), with the permission `sampling:<mcp>` deciding first.
  */
-import { join } from "node:path";
 import { McpError } from "../sdk/types.ts";
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
-import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
-import { anthropicToolThenText, scriptedApi } from "./_testing.ts";
-
-const ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
-const FIXTURE = join(ROOT, "tests", "fixtures", "sampling_server.mjs");
-const KEY = "sk-ant-SECRET_SAMPLING_KEY_61";
-
-/** `.pml.json` with the fixture MCP as `sampler`, allowed to run; `extra` merged on top. */
-function workspace(
-  permissions: { allow?: string[]; ask?: string[]; deny?: string[] },
-  extra: Record<string, unknown> = {},
-) {
-  return tempWorkspace({
-    permissions: { allow: ["sampler", "filesystem:read_file"], ...permissions },
-    private_mcps: {
-      sampler: {
-        type: "stdio",
-        install: { command: "node", args: [FIXTURE] },
-        // The fixture and the SDK it imports, read-only (node_modules may be a link elsewhere).
-        permissions: { read: [ROOT, Deno.realPathSync(join(ROOT, "node_modules"))] },
-        tools: [{ name: "sampler:ask", inputSchema: { type: "object" } }],
-        allowedToolPatterns: ["filesystem:read_file"],
-      },
-    },
-    ...extra,
-  });
-}
-
-/** What the fixture's tool got back from its `createMessage`. */
-function answerOf(
-  result: unknown,
-): { ok?: Record<string, unknown>; error?: string; progress?: unknown[] } {
-  const text = textOf(result);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new Error(`the fixture's tool did not answer with its JSON: ${text}`);
-  }
-}
-
-/** The dependency question (the raw command runs once approved) is answered yes. */
-const yesToInstall = (m: string) => (m.startsWith("Run sampler") ? "yes" as const : "no" as const);
+import { gatewayFor, textOf } from "../testing/workspace.ts";
+import {
+  answerOf,
+  anthropicToolThenText,
+  KEY,
+  samplerWorkspace as workspace,
+  scriptedApi,
+  yesToInstall,
+} from "./_testing.ts";
 
 Deno.test("sampling relay: a client that declares sampling gets the MCP's request unchanged, and the MCP its answer", async () => {
   await using ws = workspace({ allow: ["sampler", "sampling:sampler"] });
