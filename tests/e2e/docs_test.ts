@@ -29,6 +29,9 @@ function codeOf(text: string): string[] {
 /** Where a path may be relative to: the repository, or a package and its sources. */
 const BASES = ["", "packages/pml", "packages/pml/src", "packages/server", "packages/server/src"];
 
+/** Paths the docs give as examples of a user's project, not of this repository. */
+const EXAMPLES = new Set(["packages/x/.git"]);
+
 /** Paths in code: from one of these folders, up to a character that cannot be in a path. */
 const PATH =
   /(?:^|[\s(="'])((?:packages|tests|bench|scripts|registry|docs|bin|\.ci|src)\/[\w./-]*\w)(?![\w*])/g;
@@ -42,8 +45,8 @@ Deno.test("docs: every repository path they name exists", () => {
       named.add(join(file.includes("/") ? "docs" : "", m[1]));
     }
     for (const path of named) {
-      // Build outputs are made by a command, not kept in the repository.
-      if (path.includes("/dist")) continue;
+      // Build outputs are made by a command, not kept in the repository; examples are examples.
+      if (path.includes("/dist") || EXAMPLES.has(path)) continue;
       if (!BASES.some((base) => existsSync(join(ROOT, base, path)))) {
         missing.push(`${file}: ${path}`);
       }
