@@ -11,6 +11,7 @@
  */
 import { join } from "node:path";
 import { loadConfig } from "../packages/pml/src/config/config.ts";
+import { trustContentSync } from "../packages/pml/src/config/trust_store.ts";
 import { NpmInstaller } from "../packages/pml/src/deps/installer.ts";
 import { denoLaunch, type LaunchSpec } from "../packages/pml/src/deps/launch.ts";
 import { parseStdioMetadata } from "../packages/pml/src/deps/metadata.ts";
@@ -31,11 +32,13 @@ const COLD_ROUNDS = 5;
 const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-deps-bench-" }));
 Deno.mkdirSync(join(ws, ".git"));
 Deno.mkdirSync(join(ws, "home"));
-Deno.writeTextFileSync(
-  join(ws, ".pml.json"),
-  // The bench answers the install itself (a human answers it by default: docs/approvals.md).
-  JSON.stringify({ approvals: "agent", permissions: { allow: ["memory"], ask: [], deny: [] } }),
-);
+// The bench answers the install itself (a human answers it by default: docs/approvals.md).
+const pmlJson = JSON.stringify({
+  approvals: "agent",
+  permissions: { allow: ["memory"], ask: [], deny: [] },
+});
+Deno.writeTextFileSync(join(ws, ".pml.json"), pmlJson);
+trustContentSync(join(ws, "home"), ws, pmlJson); // as `pml trust` would
 const env = Deno.env.toObject();
 const config = loadConfig({
   env: {

@@ -6,6 +6,7 @@
  * `deno task bench large_result [MB]`
  */
 import { join } from "node:path";
+import { trustContentSync } from "../packages/pml/src/config/trust_store.ts";
 import { forEachLine } from "../packages/pml/src/sandbox/_lines.ts";
 import { figure } from "./_stats.ts";
 
@@ -13,7 +14,9 @@ const MB = Number(Deno.args[0] ?? 100);
 const root = join(import.meta.dirname!, "..");
 const ws = Deno.makeTempDirSync({ prefix: "pml-bench-" });
 Deno.mkdirSync(join(ws, ".git"));
-Deno.writeTextFileSync(join(ws, ".pml.json"), JSON.stringify({ permissions: { allow: ["pml"] } }));
+const pmlJson = JSON.stringify({ permissions: { allow: ["pml"] } });
+Deno.writeTextFileSync(join(ws, ".pml.json"), pmlJson);
+trustContentSync(join(ws, ".pml"), Deno.realPathSync(ws), pmlJson); // as `pml trust` would
 const child = new Deno.Command(join(root, "bin", "pml"), {
   args: ["stdio"],
   cwd: ws,

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createApiKey, createApp, loadRoutingTable, SqliteStore } from "../packages/server/mod.ts";
 import { loadConfig } from "../packages/pml/src/config/config.ts";
+import { trustContentSync } from "../packages/pml/src/config/trust_store.ts";
 import { createGateway } from "../packages/pml/src/gateway/create_gateway.ts";
 import { figure } from "./_stats.ts";
 
@@ -46,11 +47,13 @@ if (published.status !== 201) throw new Error(`publish failed: ${await published
 function workspace(i: number) {
   const dir = join(root, `ws${i}`);
   Deno.mkdirSync(join(dir, ".git"), { recursive: true });
-  Deno.writeTextFileSync(
-    join(dir, ".pml.json"),
-    JSON.stringify({ registries: [url], permissions: { allow: ["calc:*"], ask: [], deny: [] } }),
-  );
+  const text = JSON.stringify({
+    registries: [url],
+    permissions: { allow: ["calc:*"], ask: [], deny: [] },
+  });
+  Deno.writeTextFileSync(join(dir, ".pml.json"), text);
   const home = join(root, `home${i}`);
+  trustContentSync(join(home, ".pml"), Deno.realPathSync(dir), text); // as `pml trust` would
   return loadConfig({ env: { PML_WORKSPACE: dir, HOME: home, PATH: "" }, cwd: dir, home });
 }
 

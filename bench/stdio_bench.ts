@@ -9,6 +9,7 @@
  *   deno run -A bench/stdio_bench.ts
  */
 import { join } from "node:path";
+import { trustContentSync } from "../packages/pml/src/config/trust_store.ts";
 import { installPacked } from "../packages/pml/scripts/pack.ts";
 import { LEAN_V8_FLAGS } from "../packages/pml/src/sandbox/sandbox_process.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
@@ -20,10 +21,11 @@ const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-bench-" }));
 Deno.mkdirSync(join(ws, ".git"));
 Deno.mkdirSync(join(ws, "home"));
 Deno.writeTextFileSync(join(ws, "file4k.txt"), "x".repeat(4095) + "\n");
-Deno.writeTextFileSync(
-  join(ws, ".pml.json"),
-  JSON.stringify({ permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] } }),
-);
+const pmlJson = JSON.stringify({
+  permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] },
+});
+Deno.writeTextFileSync(join(ws, ".pml.json"), pmlJson);
+trustContentSync(join(ws, "home", ".pml"), ws, pmlJson); // as `pml trust` would
 // The published form: `@casys/pml` packed (`deno task pack`) and installed with npm into a fresh
 // project (dependencies from the npm cache), run through the `pml` npm links.
 const project = Deno.makeTempDirSync({ prefix: "pml-bench-npm-" });

@@ -33,7 +33,7 @@ async function spawnPml(ws: { dir: string; home: string }) {
     env: {
       PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
       HOME: Deno.env.get("HOME") ?? ws.home,
-      PML_HOME: ws.home,
+      PML_HOME: join(ws.home, ".pml"),
       PML_WORKSPACE: ws.dir,
       PML_API_KEY: "must-not-leak",
     },

@@ -6,6 +6,7 @@
  * Code calling a tool of a namespace the routing table names `client` is not sent: the server's
  * answer is known (docs/speed.md).
  */
+import { join } from "node:path";
 import {
   assert,
   assertEquals,
@@ -244,7 +245,7 @@ Deno.test("e2e execute: code calling an npm MCP server installs it on approval, 
   ws.write("fact.txt", "PML routes each call");
   // The real HOME lets npm use its cache (a fresh machine fetches once); PML_HOME is private.
   await using client = await connectStdio(ws, {
-    env: { HOME: Deno.env.get("HOME") ?? ws.home, PML_HOME: ws.home },
+    env: { HOME: Deno.env.get("HOME") ?? ws.home, PML_HOME: join(ws.home, ".pml") },
   });
   const code = `
     const fact = await mcp.filesystem.read_file({ path: "fact.txt" });

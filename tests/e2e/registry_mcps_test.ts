@@ -111,7 +111,7 @@ function spawnPml(
     env: {
       // npm's cache lives in the real home; PML's own home is the test's.
       HOME: Deno.env.get("HOME") ?? ws.home,
-      PML_HOME: ws.home,
+      PML_HOME: join(ws.home, ".pml"),
       PML_CLOUD_URL: registry.url,
       PML_API_KEY: registry.key,
       PML_CLOUD_TIMEOUT_MS: "5000",
@@ -161,7 +161,7 @@ async function pmlCli(ws: { dir: string; home: string }, command: string): Promi
   const out = await new Deno.Command(PML_BIN, {
     args: [command],
     cwd: ws.dir,
-    env: pmlEnv(ws, { PML_HOME: ws.home }),
+    env: pmlEnv(ws, { PML_HOME: join(ws.home, ".pml") }),
     clearEnv: true,
     stdout: "piped",
     stderr: "piped",
@@ -318,8 +318,8 @@ Deno.test("e2e registry: an http MCP published to pml-server is called through p
   decision = "no";
   const sent = registry.calls.length;
   // The cloud's tool list of the last run is kept in PML's home; start from the server's own.
-  for (const f of Deno.readDirSync(ws.home)) {
-    if (f.name.startsWith("cloud-tools")) Deno.removeSync(join(ws.home, f.name));
+  for (const f of Deno.readDirSync(join(ws.home, ".pml"))) {
+    if (f.name.startsWith("cloud-tools")) Deno.removeSync(join(ws.home, ".pml", f.name));
   }
   {
     await using pml = await spawnPml(ws, registry, questions, () => decision);

@@ -9,8 +9,9 @@
  * @module
  */
 import { join } from "node:path";
-import { CONFIG_FILE } from "../config/config.ts";
-import { readJsonObject, writeHumanConfig } from "../config/write_json.ts";
+import { CONFIG_FILE, pmlHomeOf } from "../config/config.ts";
+import { readJsonObject } from "../config/write_json.ts";
+import { writeHumanConfig } from "../config/human_write.ts";
 import { resolveWorkspace } from "../config/workspace.ts";
 import { type NpmResolver, NpmViewResolver } from "../deps/npm_resolver.ts";
 import { PmlError } from "../errors.ts";
@@ -122,7 +123,10 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
       ...Object.fromEntries(found.servers.map((s) => [s.name, s.mcp])),
     },
   };
-  await writeHumanConfig(configPath, JSON.stringify(next, null, 2) + "\n");
+  await writeHumanConfig(configPath, JSON.stringify(next, null, 2) + "\n", {
+    pmlHome: pmlHomeOf(io.env, io.home ?? io.env.HOME ?? workspace),
+    env: io.env,
+  });
   io.stdout(`Wrote ${found.servers.map((s) => s.name).join(", ")} to ${configPath}\n`);
 
   const unset = new Set<string>();

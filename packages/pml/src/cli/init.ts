@@ -1,5 +1,6 @@
 import { dirname, join } from "node:path";
 import { CONFIG_FILE } from "../config/config.ts";
+import { trustContent } from "../config/trust_store.ts";
 import { saveApiKey } from "../config/credentials.ts";
 import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "../config/defaults.ts";
 import { readJsonObject, writeFileAtomic } from "../config/write_json.ts";
@@ -96,6 +97,7 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
   if (existing) {
     if (typeof existing.port === "number" && opts.port === undefined) port = existing.port;
     io.stdout(`Kept ${configPath} (it exists already)\n`);
+    io.stdout(`  If it came with the folder, review it; \`pml trust\` applies what it widens\n`);
     if (apiKey) {
       const asked = askedOf(existing.permissions, PURE_SERVER_TOOLS);
       if (asked.length) {
@@ -119,8 +121,11 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
       },
       env: DEFAULT_BYOK_ENV,
     };
-    await writeFileAtomic(configPath, JSON.stringify(file, null, 2) + "\n");
-    io.stdout(`Wrote ${configPath}\n`);
+    const text = JSON.stringify(file, null, 2) + "\n";
+    await writeFileAtomic(configPath, text);
+    // pml wrote it on the human's command: trusted as written (DESIGN §13 "Workspace trust").
+    await trustContent(pmlHome, ws.path, text);
+    io.stdout(`Wrote ${configPath} (trusted as written)\n`);
   }
 
   const byokEnv = existing

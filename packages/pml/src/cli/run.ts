@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config/config.ts";
+import { loadConfig, trustNotice } from "../config/config.ts";
 import { requireSecureUrl } from "../config/secure_url.ts";
 import { errorMessage, isPmlError } from "../errors.ts";
 import { createGateway } from "../gateway/create_gateway.ts";
@@ -14,6 +14,7 @@ import type { CliIo } from "./io.ts";
 import { runServe } from "./serve.ts";
 import { runStatus } from "./status.ts";
 import { runApprovals, runDecide } from "./approvals.ts";
+import { runTrust, runTrustList, runUntrust } from "./trust.ts";
 
 /** The usage of each command, as `pml <command> --help` prints it. */
 const USAGE: Record<string, string> = {
@@ -42,13 +43,19 @@ const USAGE: Record<string, string> = {
   approve: `  pml approve ID|--all [--always]
   pml deny ID|--all  decide them (the agent gets the result with pml__continue)
 `,
+  trust: `  pml trust [--yes] | --list
+                     show what this workspace's .pml.json widens and trust that exact content
+                     (until then PML runs on the built-in defaults plus its deny/ask entries)
+  pml untrust        forget it
+`,
 };
 USAGE.deny = USAGE.approve;
+USAGE.untrust = USAGE.trust;
 
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
 Usage:
-${USAGE.init}${USAGE.import}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}  pml help | --help  this text (pml <command> --help: that command's)
+${USAGE.init}${USAGE.import}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}${USAGE.trust}  pml help | --help  this text (pml <command> --help: that command's)
   pml version
 
 Environment: PML_WORKSPACE (workspace folder), PML_API_KEY (cloud mode), PML_CLOUD_URL, PML_HOME.
@@ -146,6 +153,8 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           return 1;
         }
         if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
+        const notice = trustNotice(config);
+        if (notice) io.stderr(`pml: ${notice}\n`);
         await serveStdio(createGateway(config));
         return 0;
       }
@@ -157,6 +166,8 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         }
         const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
         if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
+        const notice = trustNotice(config);
+        if (notice) io.stderr(`pml: ${notice}\n`);
         return await runServe(config, io, { port });
       }
       case "status": {
@@ -187,6 +198,20 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
         const decision = command === "deny" ? "no" : values.always ? "always" : "yes";
         return await runDecide(config, io, { ids: positionals, all: values.all, decision });
+      }
+      case "trust": {
+        const { values } = parseArgs({
+          args: rest,
+          options: {
+            yes: { type: "boolean", short: "y", default: false },
+            list: { type: "boolean", default: false },
+          },
+        });
+        return values.list ? runTrustList(io) : await runTrust(io, { yes: values.yes });
+      }
+      case "untrust": {
+        parseArgs({ args: rest, options: {} });
+        return await runUntrust(io);
       }
       case "version":
       case "--version":

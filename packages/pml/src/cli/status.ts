@@ -1,4 +1,4 @@
-import { type Config, loadConfig } from "../config/config.ts";
+import { type Config, loadConfig, trustNotice } from "../config/config.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
@@ -14,6 +14,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     workspace: config.workspace,
     workspaceSource: config.workspaceSource,
     config: config.hasConfigFile ? config.configPath : "(none: built-in defaults)",
+    trust: { state: config.trust.state, widens: config.trust.widens, notice: trustNotice(config) },
     cloudUrl: config.cloudUrl,
     cloudMode: config.apiKey ? "cloud (API key set)" : "local-only (no PML_API_KEY)",
     permissions: config.permissions,
@@ -35,6 +36,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
   const lines = [
     `workspace   ${status.workspace} (${status.workspaceSource})`,
     `config      ${status.config}`,
+    `trust       ${trustLine(config)}`,
     `cloud       ${status.cloudUrl}: ${status.cloudMode}`,
     `allow       ${config.permissions.allow.join(", ") || "-"}`,
     `ask         ${config.permissions.ask.join(", ") || "-"}`,
@@ -79,4 +81,17 @@ function osSandboxLine(unconfined: boolean, path?: string): string {
   return unconfined
     ? `NONE (${os.reason}); shell:exec and stdio dependencies run UNCONFINED because .pml.json sets sandbox.unconfined${rest}`
     : `NONE (${os.reason}); shell:exec and stdio dependencies are refused until it is installed${rest}`;
+}
+
+function trustLine(config: Config): string {
+  switch (config.trust.state) {
+    case "none":
+      return "no .pml.json: built-in defaults";
+    case "narrow":
+      return "applies as it is (it widens nothing beyond the built-in defaults)";
+    case "trusted":
+      return `trusted by a human (${config.trust.widens.length} widening entries)`;
+    case "untrusted":
+      return `NOT TRUSTED: ${trustNotice(config)}`;
+  }
 }

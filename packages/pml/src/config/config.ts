@@ -1,4 +1,4 @@
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { PmlError } from "../errors.ts";
 import type { Permissions } from "../permission/patterns.ts";
 import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "./defaults.ts";
@@ -6,7 +6,9 @@ import { type PmlFile, PmlFileSchema, type PrivateMcp } from "./schema.ts";
 import { readApiKey } from "./credentials.ts";
 import { within } from "./control_files.ts";
 import { requireSecureUrl } from "./secure_url.ts";
-import { resolveWorkspace, type WorkspaceSource } from "./workspace.ts";
+import { realOrResolved, resolveWorkspace, type WorkspaceSource } from "./workspace.ts";
+import { contentHash, isTrusted } from "./trust_store.ts";
+import { narrowedFile, wideningOf } from "./widening.ts";
 
 /** The config file name, in the workspace. */
 export const CONFIG_FILE = ".pml.json";
@@ -52,10 +54,41 @@ export interface Config {
    * agent for the rest (docs/approvals.md).
    */
   readonly approvals?: "agent" | "human";
-  /** `~/.pml`: Deno module cache (`DENO_DIR`) and routing cache. */
+  /** Whether `.pml.json` applies beyond the built-in defaults (DESIGN §13 "Workspace trust"). */
+  readonly trust: WorkspaceTrust;
+  /** `~/.pml`: Deno module cache (`DENO_DIR`), routing cache, trust store. */
   readonly pmlHome: string;
   /** The environment snapshot, for BYOK look-ups and dependency env. */
   readonly env: Readonly<Record<string, string>>;
+}
+
+/**
+ * The trust state of a workspace's `.pml.json`: `none` (no file), `narrow` (it widens nothing and
+ * applies as it is), `trusted` (a human trusted this exact content), `untrusted` (it widens and
+ * nobody trusted it: PML runs on the built-in defaults plus the file's `deny` and `ask` entries).
+ */
+export interface WorkspaceTrust {
+  readonly state: "none" | "narrow" | "trusted" | "untrusted";
+  /** What the file widens beyond the defaults, one line each (empty for `none` and `narrow`). */
+  readonly widens: readonly string[];
+  /** The folder holding `.pml.json` (real path): the trust store's key. */
+  readonly folder: string;
+  /** SHA-256 hex of the file's bytes, when there is a file. */
+  readonly hash?: string;
+}
+
+/**
+ * What PML says wherever an untrusted `.pml.json` changed the outcome (stderr at start, `pml
+ * status`, results it refuses or asks); `undefined` when the file applies.
+ */
+export function trustNotice(config: Pick<Config, "trust" | "configPath">): string | undefined {
+  if (config.trust.state !== "untrusted") return undefined;
+  return `This workspace's .pml.json is not trusted, so PML runs on the built-in defaults ` +
+    `(reads allowed; writes, shell and installs asked) plus its deny and ask entries; it widens: ` +
+    `${
+      config.trust.widens.join("; ")
+    }. A human applies it by running \`pml trust\` in a terminal ` +
+    `in ${config.trust.folder}.`;
 }
 
 /**
@@ -134,13 +167,6 @@ export function parsePmlFile(
   return parsed.data;
 }
 
-function realOrResolved(base: string, p: string): string {
-  const abs = resolve(base, p);
-  try {
-    return Deno.realPathSync(abs);
-  } catch {
-    return abs;
-  }
 }
 
 /**
@@ -187,18 +213,21 @@ export function loadConfig(
       throw new PmlError("CONFIG_INVALID", `Cannot read ${configPath}: ${(err as Error).message}`);
     }
   }
-  const file: PmlFile = text === undefined ? {} : parsePmlFile(text, configPath, opts.env);
+  const written: PmlFile = text === undefined ? {} : parsePmlFile(text, configPath, opts.env);
+  const pmlHome = pmlHomeOf(opts.env, opts.home ?? opts.env.HOME ?? ws.path);
+  const trust = workspaceTrust(text, written, ws.path, pmlHome);
+  // Until a human trusted it, a file that widens applies only where it narrows.
+  const file = trust.state === "untrusted" ? narrowedFile(written) : written;
   let workspace = ws.path;
   if (file.workspace && ws.source !== "env") workspace = realOrResolved(ws.path, file.workspace);
-  const home = opts.home ?? opts.env.HOME ?? workspace;
   const sandbox = file.sandbox ?? {};
-  const pmlHome = opts.env.PML_HOME || join(home, ".pml");
   const cloudUrl = (opts.env.PML_CLOUD_URL || file.cloudUrl || DEFAULT_CLOUD_URL).replace(
     /\/+$/,
     "",
   );
   requireSecureUrl(cloudUrl, opts.env.PML_CLOUD_URL ? "PML_CLOUD_URL" : `${configPath}: cloudUrl`);
-  (file.registries ?? []).forEach((url, i) =>
+  if (written.cloudUrl) requireSecureUrl(written.cloudUrl, `${configPath}: cloudUrl`);
+  (written.registries ?? []).forEach((url, i) =>
     requireSecureUrl(url, `${configPath}: registries[${i}]`)
   );
   return Object.freeze({
@@ -229,7 +258,30 @@ export function loadConfig(
     },
     port: Number(opts.env.PML_PORT) || file.port || DEFAULT_PORT,
     approvals: file.approvals,
+    trust,
     pmlHome,
     env: opts.env,
   });
+}
+
+/** PML's home: `PML_HOME`, else `<home>/.pml`. */
+export function pmlHomeOf(env: Readonly<Record<string, string>>, home: string): string {
+  return env.PML_HOME || join(home, ".pml");
+}
+
+function workspaceTrust(
+  text: string | undefined,
+  file: PmlFile,
+  folder: string,
+  pmlHome: string,
+): WorkspaceTrust {
+  if (text === undefined) return { state: "none", widens: [], folder };
+  const hash = contentHash(text);
+  const widens = wideningOf(file, folder);
+  const state = widens.length === 0
+    ? "narrow"
+    : isTrusted(pmlHome, folder, text)
+    ? "trusted"
+    : "untrusted";
+  return { state, widens, folder, hash };
 }

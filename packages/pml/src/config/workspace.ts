@@ -63,3 +63,13 @@ export function resolveWorkspace(
       `using the current directory as workspace. Set PML_WORKSPACE to choose one.`,
   };
 }
+
+/** `p` resolved against `base`, as a real path when it exists (symlinks followed). */
+export function realOrResolved(base: string, p: string): string {
+  const abs = resolve(base, p);
+  try {
+    return Deno.realPathSync(abs);
+  } catch {
+    return abs;
+  }
+}

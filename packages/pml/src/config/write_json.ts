@@ -15,15 +15,6 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
   }
 }
 
-/**
- * Writes `.pml.json` content that a human decided on the terminal (`pml import`): atomically, and
- * as a change that keeps the workspace trusted (DESIGN §13 "Workspace trust"). This is the one
- * seam where the trust store records the new content once it exists.
- */
-export async function writeHumanConfig(path: string, text: string): Promise<void> {
-  await writeFileAtomic(path, text);
-}
-
 /** Reads a JSON object file; `undefined` when it does not exist. */
 export async function readJsonObject(path: string): Promise<Record<string, unknown> | undefined> {
   let text: string;

@@ -1,5 +1,6 @@
 import { createAuditLog } from "../audit/audit.ts";
-import type { Config } from "../config/config.ts";
+import { type Config, trustNotice } from "../config/config.ts";
+import { writeHumanConfig } from "../config/human_write.ts";
 import { type ApprovalRequest, Approvals } from "../permission/approvals.ts";
 import { type ApprovalMode, ApprovalStore } from "../permission/approval_store.ts";
 import { FILESYSTEM_WRITE_TOOLS } from "../config/defaults.ts";
@@ -93,7 +94,12 @@ export interface GatewayOptions {
 export function createGateway(config: Config, opts: GatewayOptions = {}): Gateway {
   const audit = createAuditLog(config.workspace);
   const pool = new SandboxPool();
-  const permissions = new PermissionStore(config.permissions, config.configPath);
+  // "always" rewrites .pml.json: the new content stays trusted when the old one applied.
+  const permissions = new PermissionStore(
+    config.permissions,
+    config.configPath,
+    (text) => writeHumanConfig(config.configPath, text, config),
+  );
   const registryDeps = {
     config,
     audit,
@@ -191,6 +197,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     // not while it waits for them: their process starts took ~4 ms of the gateway's thread in the
     // handshake. A call that comes first starts its sandbox itself.
     afterFirstList: opts.prewarm === false ? undefined : () => std.prewarm(),
+    notice: trustNotice(config),
   });
   return gateway;
 }

@@ -69,6 +69,11 @@ export interface GatewayDeps {
   readonly sampling?: Sampling;
   /** Runs once, after the first `tools/list` has been answered (work kept out of the handshake). */
   readonly afterFirstList?: () => void;
+  /**
+   * Said in every result the gateway refuses or asks while it is set: the workspace's `.pml.json`
+   * is not trusted and PML runs on the built-in defaults (`trustNotice`).
+   */
+  readonly notice?: string;
 }
 
 /** Tool call failed in a way the caller of a nested `mcp.*` call sees as an exception. */
@@ -194,7 +199,13 @@ export class Gateway {
   async callTool(name: string, args: unknown, channel: CallChannel = {}): Promise<CallToolResult> {
     const toolId = await this.resolveName(name);
     if (!toolId) throw unknownTool(name);
-    return await this.runTool(toolId, args, channel, name);
+    const result = await this.runTool(toolId, args, channel, name);
+    const notice = this.#deps.notice;
+    const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
+    return notice && (result.isError || status === "approval_required" ||
+        status === "waiting_for_human")
+      ? { ...result, content: [...result.content, { type: "text", text: notice }] }
+      : result;
   }
 
   /**

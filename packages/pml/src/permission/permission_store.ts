@@ -10,10 +10,20 @@ import { checkPermission, type Decision, type Permissions } from "./patterns.ts"
 export class PermissionStore {
   #permissions: Permissions;
   readonly #configPath: string;
+  readonly #write: (text: string) => Promise<void>;
 
-  constructor(permissions: Permissions, configPath: string) {
+  /**
+   * `write` stores the new `.pml.json` text (default: an atomic write; the gateway passes
+   * `writeHumanConfig`, which keeps the workspace's trust).
+   */
+  constructor(
+    permissions: Permissions,
+    configPath: string,
+    write: (text: string) => Promise<void> = (text) => writeFileAtomic(configPath, text),
+  ) {
     this.#permissions = permissions;
     this.#configPath = configPath;
+    this.#write = write;
   }
 
   get current(): Permissions {
@@ -44,7 +54,7 @@ export class PermissionStore {
     if (!allow.includes(toolId)) allow.push(toolId);
     const ask = (perms.ask ?? []).filter((p) => p !== toolId);
     file.permissions = { ...perms, allow, ask, deny: perms.deny ?? [] };
-    await writeFileAtomic(this.#configPath, JSON.stringify(file, null, 2) + "\n");
+    await this.#write(JSON.stringify(file, null, 2) + "\n");
     this.#permissions = Object.freeze({
       allow: [...this.#permissions.allow.filter((p) => p !== toolId), toolId],
       ask: this.#permissions.ask.filter((p) => p !== toolId),

@@ -10,6 +10,7 @@ import { createMcpServer } from "../gateway/mcp_server.ts";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
 import { ApprovalStore, type StoredApproval } from "../permission/approval_store.ts";
+import { trustContentSync } from "../config/trust_store.ts";
 import {
   type CallToolResult,
   type ClientNotification,
@@ -19,11 +20,18 @@ import {
   ElicitRequestSchema,
 } from "../sdk/types.ts";
 
-/** A temporary project folder (with `.git`) and a separate PML home. Removed by `dispose`. */
+/**
+ * A temporary project folder (with `.git`) and a separate home (`HOME`; PML's home is
+ * `<home>/.pml`). Removed by `dispose`.
+ */
 export interface TempWorkspace {
   readonly root: string;
   readonly dir: string;
   readonly home: string;
+  /**
+   * Writes a file of the workspace. Writing `.pml.json` also trusts that content, as a human who
+   * ran `pml trust` would (attack tests write an untrusted one with `Deno.writeTextFileSync`).
+   */
   write(rel: string, text: string): string;
   read(rel: string): string;
   [Symbol.asyncDispose](): Promise<void>;
@@ -32,7 +40,10 @@ export interface TempWorkspace {
 /** `.pml.json` allowing every filesystem tool without a question (reads and writes). */
 export const FILESYSTEM_ALLOWED = { permissions: { allow: ["filesystem"], ask: [], deny: [] } };
 
-/** Creates a workspace `<tmp>/ws` (real path) with the given `.pml.json` (none if undefined). */
+/**
+ * Creates a workspace `<tmp>/ws` (real path) with the given `.pml.json` (none if undefined),
+ * trusted as a human who ran `pml trust` would (see {@link trustPmlJson}).
+ */
 export function tempWorkspace(pmlJson?: unknown): TempWorkspace {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-test-" }));
   const dir = join(root, "ws");
@@ -41,6 +52,7 @@ export function tempWorkspace(pmlJson?: unknown): TempWorkspace {
   Deno.mkdirSync(home);
   if (pmlJson !== undefined) {
     Deno.writeTextFileSync(join(dir, ".pml.json"), JSON.stringify(pmlJson, null, 2));
+    trustPmlJson({ dir, home });
   }
   return {
     root,
@@ -50,6 +62,7 @@ export function tempWorkspace(pmlJson?: unknown): TempWorkspace {
       const path = join(dir, rel);
       Deno.mkdirSync(join(path, ".."), { recursive: true });
       Deno.writeTextFileSync(path, text);
+      if (rel === ".pml.json") trustPmlJson({ dir, home });
       return path;
     },
     read: (rel) => Deno.readTextFileSync(join(dir, rel)),
@@ -57,6 +70,18 @@ export function tempWorkspace(pmlJson?: unknown): TempWorkspace {
       await Deno.remove(root, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/**
+ * Trusts the current `.pml.json` of `ws` in the trust store of `<home>/.pml` (where `testConfig`,
+ * `pmlEnv` and the CLI helpers put PML's home), as `pml trust --yes` does.
+ */
+export function trustPmlJson(ws: { dir: string; home: string }): void {
+  trustContentSync(
+    join(ws.home, ".pml"),
+    ws.dir,
+    Deno.readTextFileSync(join(ws.dir, ".pml.json")),
+  );
 }
 
 /** The config a `pml` started in `ws` would load (PML_HOME inside the temp root). */

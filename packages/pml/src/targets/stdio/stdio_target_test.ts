@@ -195,8 +195,8 @@ Deno.test("filesystem server under Deno: works in the workspace; Deno's grants h
   await using ws = tempWorkspace();
   const outside = join(ws.root, "outside.txt");
   Deno.writeTextFileSync(outside, "secret");
-  Deno.writeTextFileSync(
-    join(ws.dir, ".pml.json"),
+  ws.write(
+    ".pml.json",
     JSON.stringify({
       permissions: { allow: ["files", "loose"], ask: [], deny: [] },
       private_mcps: {

@@ -1,0 +1,85 @@
+/**
+ * What a `.pml.json` widens beyond the built-in defaults (DESIGN §13 "Workspace trust"), and the
+ * part of it that applies while no human trusted it: the defaults (filesystem reads allowed, writes
+ * and shell asked, installs and integrity decided by a human) plus what only narrows them (`deny`
+ * and `ask` entries, `approvals: "human"`, the port, `notify`).
+ *
+ * Widening: an `allow` entry other than an exact read tool, `approvals: "agent"`, `sandbox` read or
+ * write grants outside the workspace, `sandbox.net`, `sandbox.unconfined`, any `private_mcps` entry
+ * (it runs a command or code that came with the folder), `registries`, a `workspace` outside the
+ * folder, a `cloudUrl` other than the default (the API key is sent there), `env` (BYOK variables
+ * sent to cloud tools).
+ *
+ * @module
+ */
+import { within } from "./control_files.ts";
+import { realOrResolved } from "./workspace.ts";
+import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, FILESYSTEM_READ_TOOLS } from "./defaults.ts";
+import type { PmlFile } from "./schema.ts";
+
+const READS: ReadonlySet<string> = new Set(FILESYSTEM_READ_TOOLS);
+
+/**
+ * What `file` (parsed, variables expanded) widens beyond the built-in defaults, one line each, for
+ * `pml trust`, `pml status` and the notices. Empty: the file only narrows, and applies as it is.
+ *
+ * @example
+ * ```ts
+ * wideningOf({ permissions: { allow: ["*"], ask: [], deny: [] } }, "/home/a/proj");
+ * // ['permissions.allow "*" (beyond the read tools)']
+ * ```
+ */
+export function wideningOf(file: PmlFile, folder: string): string[] {
+  const out: string[] = [];
+  for (const p of file.permissions?.allow ?? []) {
+    if (!READS.has(p)) out.push(`permissions.allow "${p}" (beyond the read tools)`);
+  }
+  if (file.approvals === "agent") out.push(`approvals "agent" (the agent answers approvals)`);
+  for (const kind of ["read", "write"] as const) {
+    for (const p of file.sandbox?.[kind] ?? []) {
+      const real = realOrResolved(folder, p);
+      if (!within(real, folder)) out.push(`sandbox.${kind} "${real}" (outside the workspace)`);
+    }
+  }
+  for (const host of file.sandbox?.net ?? []) out.push(`sandbox.net "${host}"`);
+  if (file.sandbox?.unconfined) out.push(`sandbox.unconfined (runs without the OS sandbox)`);
+  for (const [name, mcp] of Object.entries(file.private_mcps ?? {})) {
+    const what = mcp.install
+      ? `runs ${[mcp.install.command, ...mcp.install.args].join(" ")}`
+      : mcp.proxyTo
+      ? `proxies to ${mcp.proxyTo}`
+      : `runs the ${mcp.type} code ${mcp.module ?? "given inline"}`;
+    out.push(`private_mcps.${name} (${what})`);
+  }
+  for (const url of file.registries ?? []) out.push(`registries "${url}" (code loaded from there)`);
+  if (file.workspace !== undefined) {
+    const target = realOrResolved(folder, file.workspace);
+    if (!within(target, folder)) out.push(`workspace "${target}" (outside this folder)`);
+  }
+  if (
+    file.cloudUrl !== undefined &&
+    file.cloudUrl.replace(/\/+$/, "") !== DEFAULT_CLOUD_URL
+  ) out.push(`cloudUrl "${file.cloudUrl}" (receives your PML API key)`);
+  for (const name of file.env ?? []) out.push(`env "${name}" (sent to cloud tools)`);
+  return out;
+}
+
+/**
+ * The part of `file` that applies while it is not trusted: the built-in permissions plus its own
+ * `deny` and `ask` entries, `approvals: "human"`, and the keys that widen nothing.
+ */
+export function narrowedFile(file: PmlFile): PmlFile {
+  const { $schema, version, port, notify } = file;
+  return {
+    ...($schema === undefined ? {} : { $schema }),
+    ...(version === undefined ? {} : { version }),
+    ...(port === undefined ? {} : { port }),
+    ...(notify === undefined ? {} : { notify }),
+    ...(file.approvals === "human" ? { approvals: "human" as const } : {}),
+    permissions: {
+      allow: [...DEFAULT_PERMISSIONS.allow],
+      ask: [...new Set([...DEFAULT_PERMISSIONS.ask, ...(file.permissions?.ask ?? [])])],
+      deny: [...(file.permissions?.deny ?? [])],
+    },
+  };
+}
