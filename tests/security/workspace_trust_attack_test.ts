@@ -5,7 +5,7 @@
  * `~/.bashrc` through a spawned `pml stdio` (temporary HOME). Until a human trusts the file, PML
  * runs on the built-in defaults: writes are the human's question, the grant of HOME does not
  * exist, and every refusal or question says why. Then: the trust store under `~/.pml` cannot be
- * written by a tool or a sandboxed command, even with the shell allowed. Beside each wall, the
+ * written by a tool or a sandboxed command, even with the shell allowed and HOME granted. Beside each wall, the
  * ordinary work: reads still run, and after `pml trust` the file applies.
  */
 import { join } from "node:path";
@@ -116,10 +116,16 @@ Deno.test("workspace trust attack: a cloned .pml.json cannot get ~/.bashrc writt
   assertEquals(tried, 14);
 });
 
-Deno.test("workspace trust attack: the trust store under ~/.pml cannot be written by a tool or a sandboxed command", async () => {
-  await using ws = tempWorkspace({
-    permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] },
-  });
+Deno.test("workspace trust attack: the trust store under ~/.pml cannot be written by a tool or a sandboxed command, even with HOME granted", async () => {
+  await using ws = tempWorkspace();
+  // A human trusted a file that allows the shell and grants writes to the whole HOME.
+  ws.write(
+    ".pml.json",
+    JSON.stringify({
+      permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] },
+      sandbox: { write: [ws.home] },
+    }),
+  );
   const store = join(ws.home, ".pml", "trusted.json");
   const before = Deno.readTextFileSync(store);
   const forged = JSON.stringify({
@@ -135,6 +141,7 @@ Deno.test("workspace trust attack: the trust store under ~/.pml cannot be writte
       arguments: { path, content: forged },
     });
     assert(r.isError, JSON.stringify(r));
+    assertEquals(Deno.readTextFileSync(store), before, path);
   }
   for (
     const script of [
@@ -152,13 +159,14 @@ Deno.test("workspace trust attack: the trust store under ~/.pml cannot be writte
     });
     assertEquals(Deno.readTextFileSync(store), before, script);
   }
-  // The ordinary work beside it: the shell writes in the workspace.
+  // The ordinary work beside it: the shell writes in the workspace and in the granted HOME.
   const ok = await g.client.callTool({
     name: "shell:exec",
-    arguments: { command: "sh", args: ["-c", "echo built > out.txt"] },
+    arguments: { command: "sh", args: ["-c", `echo built > out.txt && echo ok > ${ws.home}/note`] },
   });
   assert(!ok.isError, textOf(ok));
   assertEquals(ws.read("out.txt"), "built\n");
+  assertEquals(Deno.readTextFileSync(join(ws.home, "note")), "ok\n");
   console.error(`trust store attack: ${tried} attempts`);
   assertEquals(tried, 7);
 });

@@ -2,13 +2,13 @@
  * What a `.pml.json` widens beyond the built-in defaults (DESIGN §13 "Workspace trust"), and the
  * part of it that applies while no human trusted it: the defaults (filesystem reads allowed, writes
  * and shell asked, installs and integrity decided by a human) plus what only narrows them (`deny`
- * and `ask` entries, `approvals: "human"`, the port, `notify`).
+ * and `ask` entries, `approvals: "human"`, `sandbox.deny`, the port, `notify`).
  *
  * Widening: an `allow` entry other than an exact read tool, `approvals: "agent"`, `sandbox` read or
- * write grants outside the workspace, `sandbox.net`, `sandbox.unconfined`, any `private_mcps` entry
- * (it runs a command or code that came with the folder), `registries`, a `workspace` outside the
- * folder, a `cloudUrl` other than the default (the API key is sent there), `env` (BYOK variables
- * sent to cloud tools).
+ * write grants outside the workspace, `sandbox.net`, `sandbox.unconfined`, `sandbox.sshAgent`, any
+ * `private_mcps` entry (it runs a command or code that came with the folder), `registries`, a
+ * `workspace` outside the folder, a `cloudUrl` other than the default (the API key is sent there),
+ * `env` (BYOK variables sent to cloud tools).
  *
  * @module
  */
@@ -43,6 +43,7 @@ export function wideningOf(file: PmlFile, folder: string): string[] {
   }
   for (const host of file.sandbox?.net ?? []) out.push(`sandbox.net "${host}"`);
   if (file.sandbox?.unconfined) out.push(`sandbox.unconfined (runs without the OS sandbox)`);
+  if (file.sandbox?.sshAgent) out.push(`sandbox.sshAgent (the shell may use your SSH agent)`);
   for (const [name, mcp] of Object.entries(file.private_mcps ?? {})) {
     const what = mcp.install
       ? `runs ${[mcp.install.command, ...mcp.install.args].join(" ")}`
@@ -76,6 +77,7 @@ export function narrowedFile(file: PmlFile): PmlFile {
     ...(port === undefined ? {} : { port }),
     ...(notify === undefined ? {} : { notify }),
     ...(file.approvals === "human" ? { approvals: "human" as const } : {}),
+    ...(file.sandbox?.deny?.length ? { sandbox: { deny: [...file.sandbox.deny] } } : {}),
     permissions: {
       allow: [...DEFAULT_PERMISSIONS.allow],
       ask: [...new Set([...DEFAULT_PERMISSIONS.ask, ...(file.permissions?.ask ?? [])])],
