@@ -167,8 +167,6 @@ export function parsePmlFile(
   return parsed.data;
 }
 
-}
-
 /**
  * Refuses a `.pml.json` that is a symbolic link to a file outside the workspace, before reading it:
  * the file would configure PML from elsewhere, and a parse error would quote its bytes.

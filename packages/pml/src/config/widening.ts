@@ -2,7 +2,7 @@
  * What a `.pml.json` widens beyond the built-in defaults (DESIGN §13 "Workspace trust"), and the
  * part of it that applies while no human trusted it: the defaults (filesystem reads allowed, writes
  * and shell asked, installs and integrity decided by a human) plus what only narrows them (`deny`
- * and `ask` entries, `approvals: "human"`, `sandbox.deny`, the port, `notify`).
+ * and `ask` entries, `approvals: "human"`, `sandbox.deny`, the port).
  *
  * Widening: an `allow` entry other than an exact read tool, `approvals: "agent"`, `sandbox` read or
  * write grants outside the workspace, `sandbox.net`, `sandbox.unconfined`, `sandbox.sshAgent`, any
@@ -70,12 +70,11 @@ export function wideningOf(file: PmlFile, folder: string): string[] {
  * `deny` and `ask` entries, `approvals: "human"`, and the keys that widen nothing.
  */
 export function narrowedFile(file: PmlFile): PmlFile {
-  const { $schema, version, port, notify } = file;
+  const { $schema, version, port } = file;
   return {
     ...($schema === undefined ? {} : { $schema }),
     ...(version === undefined ? {} : { version }),
     ...(port === undefined ? {} : { port }),
-    ...(notify === undefined ? {} : { notify }),
     ...(file.approvals === "human" ? { approvals: "human" as const } : {}),
     ...(file.sandbox?.deny?.length ? { sandbox: { deny: [...file.sandbox.deny] } } : {}),
     permissions: {
