@@ -42,7 +42,8 @@ function servers() {
   return { a: serve("A_ANSWER"), b: serve("B_SECRET") };
 }
 
-const home = Deno.env.get("HOME") ?? "/root";
+// A home of its own (the user's is left alone) holding a key where keys are kept.
+const home = Deno.makeTempDirSync({ prefix: "srt-eval-home-" });
 const ws = Deno.makeTempDirSync({ prefix: "srt-eval-" });
 Deno.mkdirSync(`${ws}/.git/hooks`, { recursive: true });
 const secret = `${home}/.ssh/pml_srt_eval_key`;
@@ -73,7 +74,11 @@ const attempts: Attempt[] = [
     held: (t) => !t.includes("WRITABLE"),
   },
   { name: "/etc/shadow", command: "cat /etc/shadow | head -1", held: (t) => !t.includes("root:") },
-  { name: "~/.ssh key (denyRead)", command: `cat ${secret}`, held: (t) => !t.includes("PRIVATE") },
+  {
+    name: "a key under .ssh (denyRead)",
+    command: `cat ${secret}`,
+    held: (t) => !t.includes("PRIVATE"),
+  },
   {
     name: ".git/hooks/pre-commit (mandatory deny)",
     command: "echo pwned > .git/hooks/pre-commit && echo WROTE",
@@ -141,7 +146,7 @@ console.log(
 await SandboxManager.reset?.();
 await a.shutdown();
 await b.shutdown();
-Deno.removeSync(secret);
+Deno.removeSync(home, { recursive: true });
 Deno.chdir("/");
 Deno.removeSync(ws, { recursive: true });
 Deno.exit(0);
