@@ -81,3 +81,14 @@ export function figure(f: Figure): void {
 export function ratio(a: number, b: number): string {
   return `${(a / b).toFixed(2)}×`;
 }
+
+/** Milliseconds of each of `n` sequential runs of `call`. */
+export async function timeCalls(call: () => Promise<void>, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}

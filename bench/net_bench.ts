@@ -13,7 +13,7 @@
  */
 import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
 import { connectStdio } from "../tests/e2e/_spawn.ts";
-import { fmtMs, median, row } from "./_stats.ts";
+import { fmtMs, median, row, timeCalls } from "./_stats.ts";
 
 const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
   return new Response("ok");
@@ -24,17 +24,6 @@ await using ws = tempWorkspace({
   sandbox: { net: [`127.0.0.1:${server.addr.port}`] },
 });
 await using client = await connectStdio(ws);
-
-/** Milliseconds of each of `n` sequential runs of `call`. */
-async function timeCalls(call: () => Promise<void>, n: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await call();
-    out.push(performance.now() - t0);
-  }
-  return out;
-}
 
 const shell = (command: string, args: string[]) => async () => {
   const r = await client.callTool({ name: "shell__exec", arguments: { command, args } });

@@ -14,7 +14,7 @@ import { installPacked } from "../packages/pml/scripts/pack.ts";
 import { LEAN_V8_FLAGS } from "../packages/pml/src/sandbox/sandbox_process.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { figure, fmtMs, median, ratio, row, treePssKb, treeRssKb } from "./_stats.ts";
+import { figure, fmtMs, median, ratio, row, timeCalls, treePssKb, treeRssKb } from "./_stats.ts";
 
 const ROOT = join(import.meta.dirname!, "..");
 const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-bench-" }));
@@ -73,16 +73,6 @@ async function connect(name: Name) {
     if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
   };
   return { client, transport, call, startupMs };
-}
-
-async function timeCalls(call: () => Promise<void>, n: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await call();
-    out.push(performance.now() - t0);
-  }
-  return out;
 }
 
 console.log("# pml stdio vs @modelcontextprotocol/server-filesystem (direct), read_file 4 KiB");
