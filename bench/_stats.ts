@@ -37,7 +37,22 @@ export function treePssKb(pid: number): number {
   return sumOverTree(pid, `smaps_rollup`, /^Pss:\s+(\d+)/m);
 }
 
-function sumOverTree(pid: number, file: string, field: RegExp): number {
+/**
+ * CPU time (user + system, in clock ticks of 10 ms) that a process and all its descendants have
+ * used so far, from field 14 and 15 of `/proc/<pid>/stat`.
+ */
+export function treeCpuTicks(pid: number): number {
+  return sumOverTree(pid, "stat", (text) => {
+    const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return Number(f[11]) + Number(f[12]);
+  });
+}
+
+function sumOverTree(pid: number, file: string, field: RegExp | ((text: string) => number)) {
+  const read = typeof field === "function" ? field : (text: string) => {
+    const m = text.match(field);
+    return m ? Number(m[1]) : 0;
+  };
   const children = new Map<number, number[]>();
   for (const p of liveProcesses()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
   let total = 0;
@@ -45,8 +60,7 @@ function sumOverTree(pid: number, file: string, field: RegExp): number {
   while (stack.length) {
     const p = stack.pop()!;
     try {
-      const m = Deno.readTextFileSync(`/proc/${p}/${file}`).match(field);
-      total += m ? Number(m[1]) : 0;
+      total += read(Deno.readTextFileSync(`/proc/${p}/${file}`));
     } catch { /* gone */ }
     stack.push(...(children.get(p) ?? []));
   }

@@ -4,7 +4,11 @@
  * caller's folder.
  */
 import { join } from "node:path";
-import { assertEquals, assertStringIncludes } from "../../packages/pml/src/testing/assert.ts";
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+} from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { spawnServe } from "./_serve.ts";
 import { connectStdio } from "./_spawn.ts";
@@ -104,4 +108,27 @@ Deno.test("launcher: pml stdio runs V8 sized for one agent, pml serve V8's defau
   }
   await using serve = await spawnServe(ws);
   assertEquals(v8Flags(serve.child.pid), "--expose-gc");
+});
+
+Deno.test("launcher: pml serve and pml stdio keep Deno's compiled code apart (their V8 flags differ)", async () => {
+  const t = setUp();
+  const cache = join(t.tmp, "cache");
+  try {
+    // V8 rejects code cached under other flags: over one cache each command recompiled it for the
+    // other. `status` runs with the stdio flags, `serve --help` with serve's.
+    for (const args of [["status"], ["serve", "--help"]]) {
+      const r = await run(join(ROOT, "bin", "pml"), args, t.ws, {
+        HOME: t.home,
+        PML_DENO_DIR: cache,
+      });
+      assertEquals(r.code, 0, `${args.join(" ")}: ${r.stderr}`);
+    }
+    const dirs = [...Deno.readDirSync(cache)].map((e) => e.name).sort();
+    assertEquals(dirs, ["lean", "serve"]);
+    for (const dir of dirs) {
+      assert([...Deno.readDirSync(join(cache, dir))].length > 0, `nothing cached in ${dir}`);
+    }
+  } finally {
+    Deno.removeSync(t.tmp, { recursive: true });
+  }
 });

@@ -63,7 +63,7 @@ export interface GatewayOptions {
   readonly routingTable?: RoutingTable;
   readonly approvalTtlMs?: number;
   readonly now?: () => number;
-  /** Start the read-only sandbox once the first `tools/list` is answered (default true). */
+  /** Probe for the OS sandbox once the first `tools/list` is answered (default true). */
   readonly prewarm?: boolean;
   /** Whether an OS sandbox is available (default: look for bubblewrap); injectable for tests. */
   readonly detectOs?: () => OsSandboxStatus;
@@ -193,10 +193,10 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
       byokEnv: samplingEnv(config),
       ...opts.sampling,
     }),
-    // The read sandbox, and the bubblewrap probe before it, start once the client has its tools,
-    // not while it waits for them: their process starts took ~4 ms of the gateway's thread in the
-    // handshake. A call that comes first starts its sandbox itself.
-    afterFirstList: opts.prewarm === false ? undefined : () => std.prewarm(),
+    // The bubblewrap probe runs once the client has its tools, not while it waits for them (its
+    // process start took ~2 ms of the gateway's thread in the handshake). The read sandbox starts
+    // with the first local call: a gateway used as a cloud bridge never holds one (~40 MB).
+    afterFirstList: opts.prewarm === false ? undefined : () => std.probeOs(),
     notice: trustNotice(config),
   });
   return gateway;

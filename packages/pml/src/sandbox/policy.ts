@@ -251,14 +251,16 @@ export interface PolicyInput {
  * ```
  */
 export function sandboxPolicy(input: PolicyInput): OsPolicy {
-  const secrets = secretPaths(input.env.HOME, input.deny);
-  const view = input.view === "toolbox" ? toolboxReads(input.env, secrets) : libsReads();
+  const { view, denyRead } = hostView(
+    JSON.stringify([input.view, input.env.HOME ?? null, input.env.PATH ?? null, input.deny ?? []]),
+  );
   // Only what exists can be bound: a secret or a guarded file that appears later changes the
-  // policy, and the pool then replaces the warm sandbox that did not hide it.
+  // policy, and the pool then replaces the warm sandbox that did not hide it (for secrets, from the
+  // next look at the machine: see HOST_VIEW_REUSE_MS).
   return {
     read: [...new Set([...view, ...(input.read ?? [])])],
     write: [...new Set(input.write ?? [])],
-    denyRead: secrets.filter(entryExists),
+    denyRead,
     denyWrite: [...new Set(input.denyWrite ?? [])].filter(entryExists),
     net: [...new Set(input.net ?? [])],
     identity: sandboxIdentity(),
@@ -266,3 +268,54 @@ export function sandboxPolicy(input: PolicyInput): OsPolicy {
     limits: input.limits ?? (input.view === "toolbox" ? PROGRAM_LIMITS : DENO_LIMITS),
   };
 }
+
+/**
+ * How long one look at the machine (the view's folders, the secrets that exist, and as root the
+ * walk of `/etc` for files only root may read) is reused by {@link sandboxPolicy} (ms). The policy
+ * is built for every sandboxed call, for the pool to compare with its warm sandbox's; that look
+ * (~100 path checks, most of them failing, and ~1,200 entries of `/etc`) took most of the CPU of a
+ * `read_file` through `pml serve` when it ran each time. A secret that appears is hidden from the
+ * sandboxes started or replaced from the next look on, at most this long later (a running sandbox
+ * sees the files as they are until it is replaced, in any case).
+ */
+export const HOST_VIEW_REUSE_MS = 1000;
+
+/**
+ * `compute(key)`, reused for `reuseMs` after it ran for that key (`now` in ms; a clock set back
+ * computes again).
+ *
+ * @example
+ * ```ts
+ * const look = reusedFor(1000, (key) => key.length);
+ * look("a", 0); look("a", 500); // computed once
+ * ```
+ */
+export function reusedFor<T>(
+  reuseMs: number,
+  compute: (key: string) => T,
+): (key: string, now?: number) => T {
+  const last = new Map<string, { at: number; value: T }>();
+  return (key, now = Date.now()) => {
+    const hit = last.get(key);
+    if (hit && now >= hit.at && now - hit.at < reuseMs) return hit.value;
+    const value = compute(key);
+    last.set(key, { at: now, value });
+    return value;
+  };
+}
+
+/** The machine's part of a policy, by `[view, HOME, PATH, deny]` (JSON). */
+const hostView = reusedFor(HOST_VIEW_REUSE_MS, (key) => {
+  const [view, home, path, deny] = JSON.parse(key) as [
+    PolicyInput["view"],
+    string | null,
+    string | null,
+    string[],
+  ];
+  const env = { HOME: home ?? undefined, PATH: path ?? undefined };
+  const secrets = secretPaths(env.HOME, deny);
+  return {
+    view: view === "toolbox" ? toolboxReads(env, secrets) : libsReads(),
+    denyRead: secrets.filter(entryExists),
+  };
+});

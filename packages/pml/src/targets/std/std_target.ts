@@ -221,12 +221,13 @@ export class StdTarget implements Target {
   }
 
   /**
-   * Starts the sandbox of read-only tools ahead of the first call, once the OS sandbox has been
-   * probed (both start processes; the gateway calls this after its first `tools/list`).
+   * Probes for the OS sandbox ahead of the first call (a process start; the gateway calls this
+   * after its first `tools/list`). The read sandbox itself (~40 MB) starts with the first call of a
+   * std tool, so that a gateway used only for cloud tools never holds one.
    */
-  prewarm(): void {
-    this.#osProbed().then(() => this.#pool.get(this.specFor("read"))).catch(() => {
-      // The gateway closed first, or the sandbox cannot start: the first call reports it.
+  probeOs(): void {
+    this.#osProbed().catch(() => {
+      // The gateway closed first: the first call probes again.
     });
   }
 
