@@ -9,12 +9,14 @@
  * @module
  */
 import { join } from "node:path";
-import { CONFIG_FILE, pmlHomeOf } from "../config/config.ts";
 import { readJsonObject } from "../config/write_json.ts";
 import { writeHumanConfig } from "../config/human_write.ts";
 import { resolveWorkspace } from "../config/workspace.ts";
 import { type NpmResolver, NpmViewResolver } from "../deps/npm_resolver.ts";
-import { PmlError } from "../errors.ts";
+import { errorMessage, PmlError } from "../errors.ts";
+import { CONFIG_FILE, loadConfig, pmlHomeOf } from "../config/config.ts";
+import { createGateway } from "../gateway/create_gateway.ts";
+import type { StdioTarget } from "../targets/stdio/stdio_target.ts";
 import { objectOf } from "../import/client_entry.ts";
 import { removeFromClientFile } from "../import/client_files.ts";
 import { findServers, type ImportFrom, shortPath } from "../import/find_servers.ts";
@@ -29,7 +31,45 @@ export interface ImportOptions {
   readonly move: boolean;
   /** Injectable for tests (default: `npm view`). */
   readonly resolver?: NpmResolver;
+  /** Installs and starts the written servers to pin their tools (default: {@link pinServers}). */
+  readonly pinner?: Pinner;
 }
+
+/** Pins the tools of imported servers; false when one failed (said on stdout). */
+export type Pinner = (servers: readonly ImportedServer[], io: CliIo) => Promise<boolean>;
+
+/**
+ * The default {@link Pinner}: through the gateway the new `.pml.json` makes, each stdio server is
+ * installed (npm: its pinned package, integrity verified), recorded as approved (`.pml/deps.json`:
+ * the human just decided), started in the OS sandbox, and its own tool list pinned in
+ * `.pml/mcp.lock`. A failure is said with its reason; the server is then set up on first use.
+ */
+export const pinServers: Pinner = async (servers, io) => {
+  const stdio = servers.filter((s) => s.kind !== "remote");
+  if (!stdio.length) return true;
+  const gateway = createGateway(loadConfig({ env: io.env, cwd: io.cwd, home: io.home }));
+  let ok = true;
+  try {
+    const target = gateway.target("stdio") as StdioTarget;
+    for (const s of stdio) {
+      io.stdout(`Setting up ${s.name}…\n`);
+      try {
+        const tools = await target.pinServer(s.name, (m) => m && io.stdout(`  ${m}\n`));
+        io.stdout(
+          `  ${tools.length} tool(s) pinned in .pml/mcp.lock: ${
+            tools.map((t) => t.name).join(", ")
+          }\n`,
+        );
+      } catch (err) {
+        ok = false;
+        io.stdout(`  not set up: ${errorMessage(err)}\n  (it is set up on first use instead)\n`);
+      }
+    }
+  } finally {
+    await gateway.close();
+  }
+  return ok;
+};
 
 /** Namespaces an imported server never takes (PML's own tools). */
 const RESERVED = new Set(["pml", ...Object.keys(STD_MODULES)]);
@@ -164,9 +204,10 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
         `client's configuration); ${CONFIG_FILE} keeps only their names\n`,
     );
   }
+  const pinned = await (opts.pinner ?? pinServers)(found.servers, io);
   io.stdout(
-    `Their tools are read from each server on its first start and pinned in .pml/mcp.lock; ` +
-      `calls are asked unless "permissions.allow" names them (e.g. "${found.servers[0].name}")\n`,
+    `Calls to their tools are asked unless "permissions.allow" names them ` +
+      `(e.g. "${found.servers[0].name}")\n`,
   );
-  return found.skipped.some((s) => s.failed) ? 1 : 0;
+  return found.skipped.some((s) => s.failed) || !pinned ? 1 : 0;
 }

@@ -37,6 +37,8 @@ export interface LaunchSpec {
    * the folder its sockets go to (bound into the sandbox by `args`).
    */
   readonly netProxy?: { readonly grants: readonly string[]; readonly dir: string };
+  /** What the user declared (`node /srv/x.mjs`), for messages: not the sandbox's command line. */
+  readonly declared?: string;
   /** The control group to start the sandbox in, where `pml` may create one (`cgroup.ts`). */
   readonly group?: GroupLimits;
 }
@@ -217,6 +219,7 @@ export function denoLaunch(
     mode: "deno",
     group: groupOf(policy),
     ...(net ? { netProxy: net } : {}),
+    declared: `${meta.package?.name}@${meta.package?.version} under Deno`,
   };
 }
 
@@ -263,19 +266,38 @@ export function commandLaunch(
   }
   const home = commandHome(ctx.depsDir, meta.server);
   Deno.mkdirSync(home, { recursive: true });
-  const resolved = resolveCommand(command, ctx.env.PATH ?? "/usr/bin:/bin", ctx.workspace);
+  const path = ctx.env.PATH ?? "/usr/bin:/bin";
+  const resolved = resolveCommand(command, path, ctx.workspace);
+  if (!resolved) {
+    // Said now, in PML's words: bubblewrap would only report a failed execvp.
+    throw new PmlError(
+      "DEPENDENCY_START_FAILED",
+      `Cannot start ${meta.server}: its command "${command}" is not ${
+        command.includes("/") ? "a file" : `on the PATH pml runs with (${path})`
+      }; install it, or set the full path in private_mcps.${meta.server}.install.command`,
+      { details: { server: meta.server, missing: "runtime", command } },
+    );
+  }
   const write = [home, ...x(meta.permissions.write)];
-  const policy = sandboxPolicy({
-    view: "toolbox",
-    env: ctx.env,
-    deny: ctx.deny,
-    read: [ctx.workspace, ...x(meta.permissions.read), ...(resolved?.folders ?? [])],
-    write,
-    denyWrite: guardedPaths([ctx.workspace, ...write]),
-    net: meta.permissions.net,
-  });
+  const policyWith = (own: readonly string[]) =>
+    sandboxPolicy({
+      view: "toolbox",
+      env: ctx.env,
+      deny: ctx.deny,
+      read: [ctx.workspace, ...x(meta.permissions.read), ...resolved.folders, ...own],
+      write,
+      denyWrite: guardedPaths([ctx.workspace, ...write]),
+      net: meta.permissions.net,
+    });
+  // The command's own files (a script among its arguments, with its package) are readable, unless
+  // they lie among the secrets the sandbox hides: an argument is no human's grant.
+  const base = policyWith([]);
+  const own = ownFiles(args, ctx.workspace).filter((p) =>
+    !base.denyRead.some((d) => p === d || p.startsWith(d + "/"))
+  );
+  const policy = own.length ? policyWith(own) : base;
   const net = netProxyFor(policy);
-  const started = osCommand(os.bwrap, policy, ctx.workspace, [resolved?.path ?? command, ...args], {
+  const started = osCommand(os.bwrap, policy, ctx.workspace, [resolved.path, ...args], {
     seccomp: unixSocketFilterFile(),
     netDir: net?.dir,
   });
@@ -289,7 +311,52 @@ export function commandLaunch(
     mode: "command",
     group: groupOf(policy),
     ...(net ? { netProxy: net } : {}),
+    declared: [command, ...args].join(" "),
   };
+}
+
+/**
+ * The files a raw command's arguments name (`node /srv/mcp/server.mjs`, `python ./tools/x.py`):
+ * for each existing path, the folder of its package (the nearest folder up with a `package.json`,
+ * `pyproject.toml`, `deno.json` or `go.mod`), else its own folder (a folder argument: itself).
+ */
+export function ownFiles(args: readonly string[], cwd: string): string[] {
+  const out = new Set<string>();
+  for (const a of args) {
+    if (!(isAbsolute(a) || /^\.\.?\//.test(a))) continue;
+    const p = isAbsolute(a) ? a : join(cwd, a);
+    let info: Deno.FileInfo;
+    try {
+      info = Deno.statSync(p);
+    } catch {
+      continue; // not a path
+    }
+    const start = info.isDirectory ? p : dirname(p);
+    const root = packageRoot(start) ?? start;
+    out.add(root);
+    // Its dependencies, where a linked node_modules really is.
+    try {
+      const modules = Deno.realPathSync(join(root, "node_modules"));
+      if (!modules.startsWith(root + "/")) out.add(modules);
+    } catch { /* none */ }
+  }
+  return [...out];
+}
+
+const PROJECT_FILES = ["package.json", "pyproject.toml", "deno.json", "go.mod"];
+
+/** The nearest folder up from `from` (at most 4 levels) that holds a project file. */
+function packageRoot(from: string): string | undefined {
+  let dir = from;
+  for (let level = 0; level < 5 && dir !== dirname(dir); level++, dir = dirname(dir)) {
+    for (const f of PROJECT_FILES) {
+      try {
+        Deno.statSync(join(dir, f));
+        return dir;
+      } catch { /* next */ }
+    }
+  }
+  return undefined;
 }
 
 function groupOf(policy: OsPolicy): GroupLimits {

@@ -1,6 +1,13 @@
 import { basename, join } from "node:path";
 import type { PrivateMcp } from "../config/schema.ts";
-import { type DependencyMeta, type MetadataSource, parseStdioMetadata } from "./metadata.ts";
+import {
+  type DependencyMeta,
+  type MetadataSource,
+  parseStdioMetadata,
+  type PinnedPackage,
+} from "./metadata.ts";
+import { type NpmResolver, splitPackageSpec } from "./npm_resolver.ts";
+import { defaultNpmGrants, npxPackage } from "./npx.ts";
 import { CATALOGUE_DIR } from "../paths.ts";
 
 /** The repository's own catalogue of stdio servers (`registry/mcp/*.json`), so PML works offline. */
@@ -61,13 +68,29 @@ export class CatalogueSource implements MetadataSource {
   }
 }
 
-/** Stdio servers declared in `.pml.json` `private_mcps` (same shape as registry metadata). */
+/** How {@link PrivateMcpSource} pins a hand-written `npx` entry. */
+export interface NpxPinning {
+  readonly resolver: NpmResolver;
+  /** The package `.pml/mcp.lock` pins for `server`, if any (kept until the entry changes). */
+  readonly pinned: (server: string) => Promise<PinnedPackage | undefined>;
+  readonly workspace: string;
+}
+
+/**
+ * Stdio servers declared in `.pml.json` `private_mcps` (same shape as registry metadata). An
+ * `npx <package>[@<spec>]` entry without a `package` is pinned here (with `npx`): to the version
+ * the lockfile pins when the spec still allows it, else to what npm resolves now; it then installs
+ * and runs like any npm server, with {@link defaultNpmGrants} when the entry declares no
+ * permissions.
+ */
 export class PrivateMcpSource implements MetadataSource {
   readonly #mcps: Readonly<Record<string, PrivateMcp>>;
-  readonly #parsed = new Map<string, DependencyMeta>();
+  readonly #npx?: NpxPinning;
+  readonly #parsed = new Map<string, Promise<DependencyMeta>>();
 
-  constructor(mcps: Readonly<Record<string, PrivateMcp>>) {
+  constructor(mcps: Readonly<Record<string, PrivateMcp>>, npx?: NpxPinning) {
     this.#mcps = mcps;
+    this.#npx = npx;
   }
 
   list(): Promise<string[]> {
@@ -81,10 +104,31 @@ export class PrivateMcpSource implements MetadataSource {
     if (mcp?.type !== "stdio") return Promise.resolve(undefined);
     let meta = this.#parsed.get(server);
     if (!meta) {
-      meta = parseStdioMetadata(server, mcp, `.pml.json private_mcps.${server}`);
+      meta = this.#parse(server, mcp);
       this.#parsed.set(server, meta);
+      meta.catch(() => this.#parsed.delete(server)); // a failed resolution is tried again
     }
-    return Promise.resolve(meta);
+    return meta;
+  }
+
+  async #parse(server: string, mcp: PrivateMcp): Promise<DependencyMeta> {
+    const meta = parseStdioMetadata(server, mcp, `.pml.json private_mcps.${server}`);
+    const npx = this.#npx && !meta.package ? npxPackage(meta.command, meta.args) : undefined;
+    if (!npx || !this.#npx) return meta;
+    const { name, version } = splitPackageSpec(npx.spec);
+    const locked = await this.#npx.pinned(server);
+    const exact = /^\d+\.\d+\.\d+/.test(version);
+    const pkg = locked && locked.name === name && (!exact || locked.version === version)
+      ? locked
+      : await this.#npx.resolver.resolve(name, version);
+    return {
+      ...meta,
+      args: [...npx.before, `${pkg.name}@${pkg.version}`, ...npx.after],
+      package: pkg,
+      permissions: mcp.permissions
+        ? meta.permissions
+        : { ...meta.permissions, ...defaultNpmGrants(npx.after, this.#npx.workspace) },
+    };
   }
 }
 

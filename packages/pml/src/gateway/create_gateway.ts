@@ -12,6 +12,7 @@ import { SandboxPool } from "../sandbox/pool.ts";
 import type { OsSandboxStatus } from "../sandbox/os_sandbox.ts";
 import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
 import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
+import { RemoteTarget } from "../targets/remote/remote_target.ts";
 import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/deno_module_target.ts";
 import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
 import { createExecute, type ExecuteOptions } from "../execute/mod.ts";
@@ -69,6 +70,8 @@ export interface GatewayOptions {
   readonly detectOs?: () => OsSandboxStatus;
   /** Stdio dependencies: metadata source, installer, clock, supervision (see `StdioOptions`). */
   readonly stdio?: StdioOptions;
+  /** The fetch of remote `private_mcps` servers (default: the global one). */
+  readonly remoteFetch?: typeof fetch;
   /** Cloud target: injected fetch and timeouts (see `CloudOptions`). */
   readonly cloud?: CloudOptions;
   /** Sampling for local MCPs: injected fetch for the LLM APIs, loop bounds. */
@@ -137,6 +140,13 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     opts.stdio,
   );
   const deno = new DenoModuleTarget({ ...registryDeps, pool, routing, stack });
+  // Remote servers of private_mcps: proxied by pml itself, before the cloud.
+  const remote = new RemoteTarget({
+    mcps: config.privateMcps,
+    env: config.env,
+    pins,
+    fetch: opts.remoteFetch,
+  });
   const store = new ApprovalStore(config.workspace, opts.now);
   const page = new ApprovalPage(store, config.workspace, (a) => {
     const tool = a.context.tool;
@@ -181,7 +191,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     permissions,
     approvals,
     routing,
-    targets: [std, stdio.target, deno, cloud.target],
+    targets: [std, stdio.target, deno, remote, cloud.target],
     audit,
     metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),

@@ -138,6 +138,11 @@ export class Gateway {
   }
 
   /** Tools for `tools/list`: meta tools, then the tools of every MCP the permissions name. */
+  /** The target named `name` (`stdio`, …): for the CLI's own work (`pml import` pins servers). */
+  target(name: string): Target | undefined {
+    return this.#deps.targets.find((t) => t.name === name);
+  }
+
   async listTools(): Promise<Tool[]> {
     const perms = this.#deps.permissions.current;
     const wildcard = perms.allow.includes("*") || perms.ask.includes("*");

@@ -27,6 +27,9 @@ const resolver: NpmResolver = {
       }),
 };
 
+/** Pinning (install, start, read tools) is tested end to end in tests/e2e/import_test.ts. */
+const pinner = () => Promise.resolve(true);
+
 function copyTree(from: string, to: string) {
   for (const e of Deno.readDirSync(from)) {
     const src = join(from, e.name), dst = join(to, e.name);
@@ -64,6 +67,7 @@ async function imported(fixture: string, client: string) {
     yes: true,
     move: false,
     resolver,
+    pinner,
   }, c.io);
   return { code, out: c.text(), pml: JSON.parse(ws.read(".pml.json")) };
 }
@@ -173,7 +177,7 @@ Deno.test("import --from claude reads ~/.claude.json: this project's entry and t
   );
   const c = cli(ws);
   assertEquals(
-    await runImport({ from: { client: "claude" }, yes: true, move: false, resolver }, c.io),
+    await runImport({ from: { client: "claude" }, yes: true, move: false, resolver, pinner }, c.io),
     0,
   );
   const m = JSON.parse(ws.read(".pml.json")).private_mcps;
@@ -189,6 +193,7 @@ Deno.test("import server.json: an npm package (optional variables passed, not re
     yes: true,
     move: false,
     resolver,
+    pinner,
   }, c.io);
   assertEquals(code, 0, c.text());
   const mem = JSON.parse(ws.read(".pml.json")).private_mcps["server-memory"];
@@ -206,6 +211,7 @@ Deno.test("import server.json: an npm package (optional variables passed, not re
       yes: true,
       move: false,
       resolver,
+      pinner,
     }, c2.io),
     0,
   );
@@ -224,20 +230,23 @@ Deno.test("import: asks on a terminal (no → nothing written); without a termin
   copyTree(join(FIXTURES, "qwen"), ws.dir);
   const no = cli(ws, ["n"]);
   assertEquals(
-    await runImport({ from: { client: "qwen" }, yes: false, move: false, resolver }, no.io),
+    await runImport({ from: { client: "qwen" }, yes: false, move: false, resolver, pinner }, no.io),
     0,
   );
   assertStringIncludes(no.text(), "Nothing written");
   assert(!ws.read(".pml.json").includes("private_mcps"));
   const noTerm = cli(ws);
   const err = await runImport(
-    { from: { client: "qwen" }, yes: false, move: false, resolver },
+    { from: { client: "qwen" }, yes: false, move: false, resolver, pinner },
     noTerm.io,
   ).catch((e) => e);
   assert(err instanceof PmlError && err.code === "IMPORT_NOT_CONFIRMED");
   const yes = cli(ws, ["y"]);
   assertEquals(
-    await runImport({ from: { client: "qwen" }, yes: false, move: false, resolver }, yes.io),
+    await runImport(
+      { from: { client: "qwen" }, yes: false, move: false, resolver, pinner },
+      yes.io,
+    ),
     0,
   );
   const pml = JSON.parse(ws.read(".pml.json"));
@@ -245,7 +254,10 @@ Deno.test("import: asks on a terminal (no → nothing written); without a termin
   assert(pml.private_mcps.memory);
   const again = cli(ws);
   assertEquals(
-    await runImport({ from: { client: "qwen" }, yes: true, move: false, resolver }, again.io),
+    await runImport(
+      { from: { client: "qwen" }, yes: true, move: false, resolver, pinner },
+      again.io,
+    ),
     0,
   );
   assertStringIncludes(again.text(), "is in .pml.json already");
@@ -264,7 +276,7 @@ Deno.test("import: a package that does not resolve is reported and the others ar
   );
   const c = cli(ws);
   assertEquals(
-    await runImport({ from: { client: "claude" }, yes: true, move: false, resolver }, c.io),
+    await runImport({ from: { client: "claude" }, yes: true, move: false, resolver, pinner }, c.io),
     1,
   );
   assertStringIncludes(c.text(), 'Skipped "bad" (.mcp.json): Cannot resolve missing-pkg@1.0.0');
@@ -277,7 +289,7 @@ Deno.test("import --move: removed from the client's file with a backup; values m
   const before = ws.read(".cursor/mcp.json");
   const c = cli(ws);
   assertEquals(
-    await runImport({ from: { client: "cursor" }, yes: true, move: true, resolver }, c.io),
+    await runImport({ from: { client: "cursor" }, yes: true, move: true, resolver, pinner }, c.io),
     0,
   );
   assertEquals(ws.read(".cursor/mcp.json.backup"), before);
@@ -296,7 +308,7 @@ Deno.test("import --move from Codex TOML: the tables and their sub-tables go, co
   copyTree(join(FIXTURES, "codex"), ws.dir);
   const c = cli(ws);
   assertEquals(
-    await runImport({ from: { client: "codex" }, yes: true, move: true, resolver }, c.io),
+    await runImport({ from: { client: "codex" }, yes: true, move: true, resolver, pinner }, c.io),
     0,
   );
   const toml = ws.read(".codex/config.toml");
@@ -315,7 +327,10 @@ Deno.test("import --move from Codex TOML: the tables and their sub-tables go, co
 Deno.test("import of a file that holds no server says what it looked for", async () => {
   await using ws = tempWorkspace();
   const path = ws.write("nothing.json", JSON.stringify({ hello: 1 }));
-  const err = await runImport({ from: { path }, yes: true, move: false, resolver }, cli(ws).io)
+  const err = await runImport(
+    { from: { path }, yes: true, move: false, resolver, pinner },
+    cli(ws).io,
+  )
     .catch((e) => e);
   assert(err instanceof PmlError);
   assertStringIncludes(err.message, "holds no MCP server PML can read");

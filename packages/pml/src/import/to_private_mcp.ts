@@ -16,9 +16,9 @@
  *
  * @module
  */
-import { isAbsolute, resolve } from "node:path";
 import type { PinnedPackage } from "../deps/metadata.ts";
 import { type NpmResolver, splitPackageSpec } from "../deps/npm_resolver.ts";
+import { defaultNpmGrants, npxPackage, pathArgs, workspaceRelative } from "../deps/npx.ts";
 import type { ClientEntry } from "./client_entry.ts";
 import { envName } from "./server_json.ts";
 
@@ -68,43 +68,6 @@ export function namespaceOf(name: string, taken: ReadonlySet<string>): string {
   const base = ns;
   while (taken.has(ns)) ns = `${base}-${n++}`;
   return ns;
-}
-
-const NPX_FLAGS_WITH_VALUE = new Set(["-p", "--package", "-c", "--call"]);
-
-/**
- * The package `npx` runs, with the arguments before and after it; `undefined` when the command is
- * not a plain `npx <package>` (`-p`/`-c` forms run another command: imported as raw commands).
- */
-export function npxPackage(
-  command: string,
-  args: readonly string[],
-): { spec: string; before: string[]; after: string[] } | undefined {
-  const base = command.split(/[\\/]/).pop();
-  if (base !== "npx" && base !== "npx.cmd") return undefined;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (NPX_FLAGS_WITH_VALUE.has(a) || /^--(package|call)=/.test(a)) return undefined;
-    if (a.startsWith("-")) continue;
-    return { spec: a, before: args.slice(0, i), after: args.slice(i + 1) };
-  }
-  return undefined;
-}
-
-/** Arguments naming an existing file or folder, absolute (`.` and `./data` against `cwd`). */
-export function pathArgs(args: readonly string[], cwd: string): string[] {
-  const out: string[] = [];
-  for (const a of args) {
-    if (!(isAbsolute(a) || a === "." || a === ".." || /^\.\.?\//.test(a))) continue;
-    const p = isAbsolute(a) ? a : resolve(cwd, a);
-    try {
-      Deno.statSync(p);
-      out.push(p);
-    } catch {
-      // not a path that exists: an ordinary argument
-    }
-  }
-  return out;
 }
 
 /**
@@ -179,17 +142,10 @@ export async function toPrivateMcp(
   const command = entry.command!;
   const args = entry.args.map(workspaceArg);
   const npx = npxPackage(command, args);
-  // Written as `${workspace}/…` inside the workspace, so the file stays true if it moves.
   const paths = pathArgs(
     (npx ? npx.after : args).map((a) => a.replaceAll("${workspace}", ctx.workspace)),
     ctx.workspace,
-  ).map((p) =>
-    p === ctx.workspace
-      ? "${workspace}"
-      : p.startsWith(ctx.workspace + "/")
-      ? `\${workspace}${p.slice(ctx.workspace.length)}`
-      : p
-  );
+  ).map((p) => workspaceRelative(p, ctx.workspace));
   const env = { envRequired: [...new Set(required)] };
   if (npx) {
     const { name: pkgName, version } = splitPackageSpec(npx.spec);
@@ -208,8 +164,7 @@ export async function toPrivateMcp(
         },
         package: pkg,
         permissions: {
-          read: [...new Set(["${workspace}", ...paths])],
-          write: ["${packageDir}", ...paths],
+          ...defaultNpmGrants(npx.after, ctx.workspace),
           ...(passed.length ? { env: passed } : {}),
         },
       },

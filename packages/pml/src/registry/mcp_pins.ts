@@ -301,6 +301,23 @@ export class McpPins {
   }
 
   /**
+   * The tool definitions pinned for `name`, read back from the content-addressed cache (for
+   * `tools/list` of a server whose tools were read from the server itself). `undefined` when
+   * nothing is pinned or a pinned definition is not in the cache.
+   */
+  async pinnedDefinitions(name: string): Promise<ToolDefinition[] | undefined> {
+    const pinned = (await this.#d.lockfile()).get(name)?.tools;
+    if (!pinned) return undefined;
+    const defs: ToolDefinition[] = [];
+    for (const hash of Object.values(pinned)) {
+      const doc = await this.#document(hash) as ToolDefinition | undefined;
+      if (!doc || typeof doc.name !== "string") return undefined;
+      defs.push(doc);
+    }
+    return defs;
+  }
+
+  /**
    * The tools in `defs` that `tools/list` must not show as they are (DESIGN §13): `changed` when
    * the definition differs from the one pinned for `name` (listed with a placeholder), `added`
    * when the tool appeared after the tools were pinned (withheld). Nothing pinned: empty.

@@ -17,8 +17,9 @@ export interface ToolInfo {
   /**
    * MCP tool annotations, for tools whose behaviour PML itself knows (its std tools, and the hints
    * the PML cloud states for the tools it computes): clients use `readOnlyHint` to run read-only
-   * calls side by side (Claude Code) and to allow them in read-only modes (Codex). A third party's
-   * own annotations are not passed on.
+   * calls side by side (Claude Code) and to allow them in read-only modes (Codex). A server the
+   * user brought (`private_mcps`) passes on its own, as pinned (a change is the human's decision);
+   * a registry server's are not passed on.
    */
   readonly annotations?: Tool["annotations"];
 }

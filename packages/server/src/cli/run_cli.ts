@@ -12,6 +12,7 @@ import { openStore } from "../store/open_store.ts";
 import { resolveConfig } from "./config.ts";
 import { type CliIo, processIo } from "./io.ts";
 import { keysCommand } from "./keys.ts";
+import { publishCommand } from "./publish.ts";
 import { serveCommand } from "./serve.ts";
 import { USAGE, UsageError } from "./usage.ts";
 
@@ -69,6 +70,8 @@ export async function runCli(args: readonly string[], io: CliIo = processIo()): 
           await store.close();
         }
       }
+      case "publish":
+        return await publishCommand(config, rest, io);
       default:
         throw new UsageError(`Unknown command "${command}"`);
     }

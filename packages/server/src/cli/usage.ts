@@ -17,6 +17,7 @@ Commands:
   keys list [--json]                                  list keys: id, prefix, created, revoked
   keys revoke <id>                                    revoke a key
   registry sync                                       re-seed the registry from registry/
+  publish <server.json>                               a registry entry from an MCP Registry server.json
 
 Options (every command):
   --data-dir DIR       SQLite folder (env PML_DATA_DIR, default ~/.pml-server)

@@ -4,6 +4,7 @@ import type { Config } from "../../config/config.ts";
 import { DepsState } from "../../deps/deps_state.ts";
 import { type Installer, NpmInstaller } from "../../deps/installer.ts";
 import type { MetadataSource } from "../../deps/metadata.ts";
+import { type NpmResolver, NpmViewResolver } from "../../deps/npm_resolver.ts";
 import { CatalogueSource, ChainSource, PrivateMcpSource } from "../../deps/sources.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { McpPins } from "../../registry/mcp_pins.ts";
@@ -28,6 +29,8 @@ export interface StdioOptions {
   readonly denoPath?: string;
   /** The OS sandbox as detected (default: look for bubblewrap once). */
   readonly osSandbox?: OsSandboxStatus;
+  /** Pins hand-written `npx` entries of `private_mcps` (default: `npm view`). */
+  readonly resolver?: NpmResolver;
 }
 
 /**
@@ -58,7 +61,11 @@ export function createStdioTarget(
   // A namespace defined in private_mcps (of any type) is never looked up anywhere else.
   const exclude = [...(deps.exclude ?? []), ...Object.keys(config.privateMcps)];
   const source = new ChainSource([
-    new PrivateMcpSource(config.privateMcps),
+    new PrivateMcpSource(config.privateMcps, {
+      resolver: opts.resolver ?? new NpmViewResolver({ env: config.env }),
+      pinned: async (server) => (await deps.pins?.locked(`pml.mcp.${server}.server`))?.package,
+      workspace: config.workspace,
+    }),
     ...(opts.source ? [opts.source] : [
       ...(registry
         ? [

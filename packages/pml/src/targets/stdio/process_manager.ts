@@ -1,4 +1,4 @@
-import type { CallToolResult } from "../../sdk/types.ts";
+import type { CallToolResult, Tool } from "../../sdk/types.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
 import { type Clock, realClock, sleep } from "./clock.ts";
@@ -113,6 +113,25 @@ export class StdioProcessManager {
         slot.proc = undefined; // do not hand the dead process to the retry
       }
       throw err;
+    } finally {
+      if (proc.inFlight === 0 && slot.proc === proc) this.#armIdle(slot, proc);
+    }
+  }
+
+  /**
+   * The server's own `tools/list` (started if needed; it then stays up like after a call, until
+   * idle). `verify` runs first, as before a call.
+   */
+  async listTools(
+    spec: LaunchSpec,
+    opts: Pick<ServerCallOptions, "timeoutMs" | "verify">,
+  ): Promise<readonly Tool[]> {
+    const slot = this.#slot(spec.server);
+    const proc = await this.#acquire(slot, spec);
+    this.#clock.clearTimeout(slot.idleTimer);
+    try {
+      if (opts.verify) await proc.verifyOnce(opts.verify, opts.timeoutMs);
+      return await proc.listTools(opts.timeoutMs);
     } finally {
       if (proc.inFlight === 0 && slot.proc === proc) this.#armIdle(slot, proc);
     }

@@ -16,6 +16,7 @@ import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
 import { ToolResultShape } from "../target.ts";
 import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
+import { startFailureMessage } from "./start_failure.ts";
 
 /** Options of one call to a running server. */
 export interface ServerCallOptions {
@@ -156,13 +157,16 @@ export class ServerProcess {
       const exit = transport.exit;
       await transport.close(0);
       const why = exit ? describeExit(exit) : (err as Error).message;
-      const tail = transport.stderrTail();
-      throw new PmlError(
-        "DEPENDENCY_START_FAILED",
-        `Cannot start ${spec.server} ("${spec.command} ${spec.args.join(" ")}"): it ${why}` +
-          (tail ? `\nstderr:\n${tail}` : ""),
-        { cause: err },
+      const { message, missing } = startFailureMessage(
+        spec.server,
+        spec.declared ?? [spec.command, ...spec.args].join(" "),
+        why,
+        transport.stderrTail(),
       );
+      throw new PmlError("DEPENDENCY_START_FAILED", message, {
+        cause: err,
+        details: { server: spec.server, ...(missing ?? {}) },
+      });
     }
     if (transport.pid) opts.onSpawn?.(transport.pid);
     started.process = new ServerProcess(spec, transport, client);

@@ -17,13 +17,13 @@ import type { DependencyMeta, MetadataSource } from "../../deps/metadata.ts";
 import { describeDenoGrants, withNetGrants } from "../../deps/grants.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../permission/approvals.ts";
+import { askIntegrity } from "../ask_integrity.ts";
 import {
   type ChangedPin,
   type McpPins,
   type MetadataPin,
   unapprovedListing,
 } from "../../registry/mcp_pins.ts";
-import { integrityRequest } from "../../registry/integrity_request.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import {
   type CallContext,
@@ -86,6 +86,7 @@ export class StdioTarget implements Target {
   readonly #pinned = new WeakSet<DependencyMeta>();
   /** Servers whose metadata is pinned: their own tool lists are checked too. */
   readonly #pinnedServers = new Set<string>();
+  /** Per server: its metadata look-up in `tools/list`, waited for at most once while it is late. */
   #osStatus?: OsSandboxStatus;
 
   constructor(deps: StdioTargetDeps) {
@@ -106,15 +107,29 @@ export class StdioTarget implements Target {
       if (!meta) continue;
       // A definition that changed since it was pinned is not shown before it is approved, and a
       // tool that appeared since is not listed at all.
-      const unapproved = this.#d.pins && pinned(meta)
+      const unapproved = this.#d.pins && !isPrivate(meta)
         ? await this.#d.pins.changedMetadataTools(lockName(meta), metadataPin(meta)).catch(() =>
           undefined
         )
         : undefined;
+      if (!meta.tools.length) {
+        tools.push(...await this.#ownTools(meta));
+        continue;
+      }
+      // A private server's declared names get the definitions it gave itself once pinned.
+      const own = isPrivate(meta)
+        ? await this.#d.pins?.pinnedDefinitions(lockName(meta)).catch(() => undefined)
+        : undefined;
       for (const t of meta.tools) {
         const id = `${server}:${t.action}`;
+        const real = own?.find((d) => d.name === t.action);
         const listed = unapprovedListing(
-          { id, description: t.description, inputSchema: t.inputSchema },
+          {
+            id,
+            description: real?.description ?? t.description,
+            inputSchema: real?.inputSchema ?? t.inputSchema,
+            ...(real?.annotations ? { annotations: real.annotations } : {}),
+          },
           unapproved?.get(id),
         );
         if (listed) tools.push({ ...listed, routing: this.#d.routing.routeOf(id) });
@@ -127,8 +142,103 @@ export class StdioTarget implements Target {
     const colon = toolId.indexOf(":");
     const meta = await this.#d.source.get(toolId.slice(0, colon)).catch(() => undefined);
     const action = toolId.slice(colon + 1);
-    return meta !== undefined &&
-      (meta.tools.length === 0 || meta.tools.some((t) => t.action === action));
+    if (!meta) return false;
+    if (meta.tools.length) return meta.tools.some((t) => t.action === action);
+    // No declared list: the server's own, once pinned; before that any action (the call asks).
+    const own = await this.#d.pins?.pinnedDefinitions(lockName(meta)).catch(() => undefined);
+    return !own || own.some((t) => t.name === action);
+  }
+
+  /**
+   * The tools of a server that declares none (a `private_mcps` entry, an imported server): the
+   * definitions it listed itself, pinned in `.pml/mcp.lock`, with its annotations. Not pinned yet
+   * and its run already approved (`.pml/deps.json`): started now to read them. Otherwise none until
+   * its first call (which asks) or `pml import`.
+   */
+  async #ownTools(meta: DependencyMeta): Promise<ToolInfo[]> {
+    const pins = this.#d.pins;
+    if (!pins) return [];
+    let defs = await pins.pinnedDefinitions(lockName(meta)).catch(() => undefined);
+    if (!defs && !missingEnv(meta, this.#d.env).length && !this.#wallRefusal(meta)) {
+      try {
+        const spec = await this.#recorded(meta);
+        if (spec) defs = await this.#readTools(meta, spec);
+        else {
+          console.error(
+            `pml: "${meta.server}" declares no tools: they are read from the server on its first ` +
+              `start, after its run is approved (call one of its tools, or run \`pml import\`)`,
+          );
+        }
+      } catch (err) {
+        console.error(`pml: cannot read the tools of "${meta.server}": ${errorMessage(err)}`);
+      }
+    }
+    return (defs ?? []).map((d) => {
+      const id = `${meta.server}:${d.name}`;
+      const annotations = (d as { annotations?: ToolInfo["annotations"] }).annotations;
+      return {
+        id,
+        description: d.description,
+        inputSchema: d.inputSchema,
+        routing: this.#d.routing.routeOf(id),
+        ...(annotations ? { annotations } : {}),
+      };
+    });
+  }
+
+  /** Starts the server (approved, installed) and pins its own tool list: the definitions pinned. */
+  async #readTools(meta: DependencyMeta, spec: LaunchSpec) {
+    const pins = this.#d.pins!;
+    if (isPrivate(meta)) await this.#pinMetadata(meta);
+    else if (!this.#pinned.has(meta)) {
+      // A registry's metadata: a change is the human's to decide, on the next call.
+      if ((await pins.checkMetadata(lockName(meta), metadataPin(meta))).kind === "changed") return;
+      this.#pinned.add(meta);
+    }
+    this.#pinnedServers.add(meta.server);
+    await this.#d.manager.listTools(spec, {
+      timeoutMs: this.#d.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+      verify: this.#verifier(meta.server),
+    });
+    return await pins.pinnedDefinitions(lockName(meta));
+  }
+
+  /**
+   * Pins the metadata of a `private_mcps` server: the user's own entry in their trusted
+   * `.pml.json`, so a change there is recorded, not asked (its tools' definitions still are).
+   */
+  async #pinMetadata(meta: DependencyMeta): Promise<void> {
+    const pins = this.#d.pins;
+    if (!pins || this.#pinned.has(meta)) return;
+    const check = await pins.checkMetadata(lockName(meta), metadataPin(meta));
+    if (check.kind === "changed") await check.accept();
+    this.#pinned.add(meta);
+  }
+
+  /**
+   * `pml import` (a human's decision on the terminal): installs a server (npm: pinned package,
+   * integrity verified), records its run as approved, starts it and pins its own tool list.
+   * Returns the pinned definitions.
+   */
+  async pinServer(
+    server: string,
+    progress?: (message: string) => void,
+  ): Promise<readonly { name: string; description: string }[]> {
+    const meta = await this.#meta(server);
+    if (!meta) throw new PmlError("IMPORT_FAILED", `No stdio server "${server}" in .pml.json`);
+    const missing = missingEnv(meta, this.#d.env);
+    if (missing.length) {
+      throw new PmlError("api_key_required", missingEnvMessage(meta.server, missing));
+    }
+    const refusal = this.#wallRefusal(meta);
+    if (refusal) throw new PmlError("NO_OS_SANDBOX", refusal);
+    await this.#pinMetadata(meta);
+    const spec = await this.#recorded(meta) ??
+      await this.#install(meta, {
+        progress: (_step, _total, message) => Promise.resolve(progress?.(message ?? "")),
+      });
+    this.#ready.set(meta.server, { pin: pinOf(meta), spec });
+    return (await this.#readTools(meta, spec)) ?? [];
   }
 
   /**
@@ -179,15 +289,15 @@ export class StdioTarget implements Target {
         });
       }
     }
-    const pins = pinned(meta) ? this.#d.pins : undefined;
+    const pins = this.#d.pins;
     if (pins) this.#pinnedServers.add(meta.server);
-    else this.#pinnedServers.delete(meta.server);
+    if (pins && isPrivate(meta)) await this.#pinMetadata(meta);
     if (pins && !this.#pinned.has(meta)) {
       const check = await pins.checkMetadata(lockName(meta), metadataPin(meta));
       if (check.kind === "changed") {
         const state = (await pins.changedMetadataTools(lockName(meta), metadataPin(meta)))
           .get(call.toolId);
-        return await this.#askIntegrity(check, call, ctx, state === "added", async () => {
+        return await askIntegrity(check, call, ctx, state === "added", async () => {
           this.#pinned.add(meta);
           this.#ready.delete(meta.server);
           // The question named the new package: approving it approves its install.
@@ -197,35 +307,6 @@ export class StdioTarget implements Target {
       this.#pinned.add(meta);
     }
     return await this.#prepare(meta, call, ctx, false);
-  }
-
-  /**
-   * An `integrity` approval for a changed pin: "no" keeps the old pin and runs nothing; "yes" or
-   * "always" records the new pin and continues with `next`.
-   */
-  async #askIntegrity(
-    check: ChangedPin,
-    call: ToolCall,
-    ctx: CallContext,
-    newTool: boolean,
-    next: () => Promise<CallToolResult>,
-  ): Promise<CallToolResult> {
-    return await ctx.ask(
-      integrityRequest(call.toolId, [check], { newTool }),
-      async (decision) => {
-        if (decision === "no") {
-          await check.refuse();
-          return errorResult(
-            `Integrity check failed for "${call.toolId}": the changed ${
-              check.what === "metadata" ? "metadata" : "tool definitions"
-            } of ${check.name} were refused; nothing ran and .pml/mcp.lock keeps the old pin`,
-            { status: "error", code: "INTEGRITY_REFUSED", name: check.name },
-          );
-        }
-        await check.accept();
-        return await next();
-      },
-    );
   }
 
   async #prepare(
@@ -369,7 +450,10 @@ export class StdioTarget implements Target {
     return installed ? this.#denoSpec(meta, installed) : undefined;
   }
 
-  async #install(meta: DependencyMeta, ctx: CallContext): Promise<LaunchSpec> {
+  async #install(
+    meta: DependencyMeta,
+    ctx: Pick<CallContext, "progress">,
+  ): Promise<LaunchSpec> {
     const installedAt = new Date().toISOString();
     if (!meta.package) {
       await this.#d.state.record(meta.server, {
@@ -420,13 +504,7 @@ export class StdioTarget implements Target {
       const newTool = check.differences.some((d) =>
         d.kind === "added" && d.subject === call.action
       );
-      return await this.#askIntegrity(
-        check,
-        call,
-        ctx,
-        newTool,
-        () => this.#run(meta, spec, call, ctx),
-      );
+      return await askIntegrity(check, call, ctx, newTool, () => this.#run(meta, spec, call, ctx));
     }
     if (!spec.unconfined) return result;
     return {
@@ -531,9 +609,12 @@ class ToolsChanged extends Error {
   }
 }
 
-/** Metadata from a registry or the catalogue is pinned; `private_mcps` are the user's own. */
-function pinned(meta: DependencyMeta): boolean {
-  return !meta.source.startsWith(".pml.json");
+/**
+ * A `private_mcps` server: the user's own entry (its metadata changes are recorded, not asked; its
+ * tools' definitions are pinned like any server's).
+ */
+function isPrivate(meta: DependencyMeta): boolean {
+  return meta.source.startsWith(".pml.json");
 }
 
 function lockName(meta: DependencyMeta): string {

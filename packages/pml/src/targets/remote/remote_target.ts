@@ -1,0 +1,230 @@
+/**
+ * Remote MCP servers of `private_mcps` (`type: "http"`, from `pml import` of a `url` entry or a
+ * `server.json` remote), proxied by `pml` itself over Streamable HTTP or SSE: the PML server never
+ * sees them. Pinned like registry http MCPs (DESIGN §12): the metadata (`proxyTo`, `transport`,
+ * header templates, `envRequired`) in `.pml/mcp.lock` (the user's own entry: a change is recorded,
+ * not asked), and each tool definition the server lists, read on first connection; a changed
+ * definition is an `integrity` approval and is not listed until approved.
+ *
+ * @module
+ */
+import type { Client } from "../../sdk/client.ts";
+import type { CallToolResult } from "../../sdk/types.ts";
+import type { PrivateMcp } from "../../config/schema.ts";
+import { errorMessage, isPmlError } from "../../errors.ts";
+import { missingEnvMessage } from "../../deps/launch.ts";
+import type { McpPins, PinCheck, ToolDefinition } from "../../registry/mcp_pins.ts";
+import { askIntegrity } from "../ask_integrity.ts";
+import {
+  type CallContext,
+  errorResult,
+  type Target,
+  type ToolCall,
+  type ToolInfo,
+  ToolResultShape,
+} from "../target.ts";
+import { connectRemote, type RemoteDef } from "./remote_session.ts";
+
+/** What a {@link RemoteTarget} needs. */
+export interface RemoteTargetDeps {
+  readonly mcps: Readonly<Record<string, PrivateMcp>>;
+  readonly env: Readonly<Record<string, string>>;
+  readonly pins?: McpPins;
+  readonly fetch?: typeof fetch;
+  /** Connect and per-call timeout (default 60 s). */
+  readonly timeoutMs?: number;
+}
+
+/** The remote servers of `private_mcps`, by namespace. */
+export function remoteDefs(mcps: Readonly<Record<string, PrivateMcp>>): Map<string, RemoteDef> {
+  const out = new Map<string, RemoteDef>();
+  for (const [server, m] of Object.entries(mcps)) {
+    if (m.type !== "http" || !m.proxyTo) continue;
+    out.set(server, {
+      server,
+      description: m.description ?? "",
+      proxyTo: m.proxyTo,
+      transport: m.transport ?? "streamable-http",
+      headers: m.headers ?? {},
+      envRequired: m.envRequired ?? [],
+    });
+  }
+  return out;
+}
+
+const lockName = (server: string) => `pml.mcp.${server}.server`;
+
+/** See the module documentation. */
+export class RemoteTarget implements Target {
+  readonly name = "remote";
+  readonly #d: RemoteTargetDeps;
+  readonly #defs: Map<string, RemoteDef>;
+  readonly #clients = new Map<string, Promise<Client>>();
+  /** Servers whose live tool list matched the pins on this connection. */
+  readonly #verified = new Set<string>();
+  readonly #metadataPinned = new Set<string>();
+
+  constructor(deps: RemoteTargetDeps) {
+    this.#d = deps;
+    this.#defs = remoteDefs(deps.mcps);
+  }
+
+  async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
+    const out: ToolInfo[] = [];
+    for (const def of this.#defs.values()) {
+      if (namespaces && !namespaces.has(def.server)) continue;
+      let defs: readonly ToolDefinition[] | undefined;
+      try {
+        defs = await this.#d.pins?.pinnedDefinitions(lockName(def.server));
+        // Not pinned yet: read from the server now (nothing runs here; the URL is the user's).
+        if (!defs && !this.#missing(def).length) defs = await this.#readTools(def);
+      } catch (err) {
+        console.error(`pml: cannot list the tools of "${def.server}": ${errorMessage(err)}`);
+      }
+      for (const t of defs ?? []) {
+        const annotations = (t as { annotations?: ToolInfo["annotations"] }).annotations;
+        out.push({
+          id: `${def.server}:${t.name}`,
+          description: t.description,
+          inputSchema: t.inputSchema,
+          routing: "client",
+          ...(annotations ? { annotations } : {}),
+        });
+      }
+    }
+    return out;
+  }
+
+  async provides(toolId: string): Promise<boolean> {
+    const colon = toolId.indexOf(":");
+    const def = this.#defs.get(toolId.slice(0, colon));
+    if (!def) return false;
+    const pinned = await this.#d.pins?.pinnedDefinitions(lockName(def.server)).catch(() =>
+      undefined
+    );
+    return !pinned || pinned.some((t) => t.name === toolId.slice(colon + 1));
+  }
+
+  async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+    const def = this.#defs.get(call.ns);
+    if (!def) return errorResult(`Unknown tool "${call.toolId}"`);
+    const missing = this.#missing(def);
+    if (missing.length) {
+      return errorResult(missingEnvMessage(def.server, missing), {
+        status: "error",
+        code: "api_key_required",
+        server: def.server,
+        missing,
+      });
+    }
+    try {
+      const client = await this.#client(def);
+      if (!this.#verified.has(def.server)) {
+        const check = await this.#check(def, client);
+        if (check.kind === "changed") {
+          const newTool = check.differences.some((d) =>
+            d.kind === "added" && d.subject === call.action
+          );
+          return await askIntegrity(check, call, ctx, newTool, () => {
+            this.#verified.add(def.server);
+            return this.#send(def, call, ctx);
+          });
+        }
+      }
+      return await this.#send(def, call, ctx);
+    } catch (err) {
+      if (!isPmlError(err)) throw err;
+      return errorResult(err.message, { status: "error", code: err.code, server: def.server });
+    }
+  }
+
+  async close(): Promise<void> {
+    const clients = [...this.#clients.values()];
+    this.#clients.clear();
+    await Promise.allSettled(clients.map(async (c) => await (await c).close()));
+  }
+
+  #missing(def: RemoteDef): string[] {
+    return def.envRequired.filter((n) => !this.#d.env[n]);
+  }
+
+  #client(def: RemoteDef): Promise<Client> {
+    let client = this.#clients.get(def.server);
+    if (!client) {
+      client = connectRemote(def, this.#d.env, {
+        fetch: this.#d.fetch,
+        timeoutMs: this.#d.timeoutMs ?? 60_000,
+      });
+      this.#clients.set(def.server, client);
+      client.catch(() => this.#clients.delete(def.server)); // tried again on the next call
+    }
+    return client;
+  }
+
+  async #send(def: RemoteDef, call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+    const client = await this.#client(def);
+    const result = await client.request(
+      { method: "tools/call", params: { name: call.action, arguments: call.args } },
+      ToolResultShape,
+      { timeout: this.#d.timeoutMs ?? 60_000, signal: ctx.signal },
+    );
+    return result as CallToolResult;
+  }
+
+  /** Connects, pins the metadata and the listed definitions (first time), returns them pinned. */
+  async #readTools(def: RemoteDef): Promise<readonly ToolDefinition[] | undefined> {
+    const client = await this.#client(def);
+    const check = await this.#check(def, client);
+    if (check.kind === "changed") return undefined; // asked on the next call
+    return await this.#d.pins?.pinnedDefinitions(lockName(def.server)) ??
+      await this.#live(client);
+  }
+
+  /** The server's own tool list, every page. */
+  async #live(client: Client): Promise<ToolDefinition[]> {
+    const defs: ToolDefinition[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined);
+      for (const t of page.tools) {
+        defs.push({
+          name: t.name,
+          description: t.description ?? "",
+          inputSchema: t.inputSchema as Record<string, unknown>,
+          ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}),
+        });
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    return defs;
+  }
+
+  /** The pins of `def` against what it declares and lists now. */
+  async #check(def: RemoteDef, client: Client): Promise<PinCheck> {
+    const pins = this.#d.pins;
+    if (!pins) return { kind: "same" };
+    if (!this.#metadataPinned.has(def.server)) {
+      const meta = await pins.checkMetadata(lockName(def.server), {
+        fqdn: lockName(def.server),
+        type: "http",
+        routing: "client",
+        proxyTo: def.proxyTo,
+        envRequired: [...def.envRequired],
+        document: {
+          type: "http",
+          description: def.description,
+          proxyTo: def.proxyTo,
+          transport: def.transport,
+          headers: def.headers,
+          envRequired: def.envRequired,
+        },
+      });
+      // The user's own entry in their .pml.json: its change is theirs, recorded.
+      if (meta.kind === "changed") await meta.accept();
+      this.#metadataPinned.add(def.server);
+    }
+    const check = await pins.checkTools(lockName(def.server), await this.#live(client));
+    if (check.kind === "same") this.#verified.add(def.server);
+    return check;
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Raw commands of `private_mcps` (`node path/server.mjs`, `uvx …`) in the OS sandbox: the command's
+ * own files are readable without a declared grant, its tools are read from the server itself, and
+ * a command that cannot start says what is missing (a runtime, a file) at once, never with the
+ * sandbox's command line or after a timeout.
+ */
+import { join } from "node:path";
+import { assert, assertEquals, assertStringIncludes } from "../../testing/assert.ts";
+import { gatewayFor, tempWorkspace, textOf } from "../../testing/workspace.ts";
+import type { StdioTarget } from "./stdio_target.ts";
+
+const ROOT = join(import.meta.dirname!, "..", "..", "..", "..", "..");
+const FIXTURE = join(ROOT, "tests", "fixtures", "sampling_server.mjs");
+
+function workspace(install: { command: string; args: string[] }) {
+  return tempWorkspace({
+    approvals: "agent",
+    permissions: { allow: ["raw"], ask: [], deny: [] },
+    private_mcps: { raw: { type: "stdio", install } },
+  });
+}
+
+Deno.test("raw node server outside the workspace, no grants declared: its own files are readable; its tools come from the server and are pinned", async () => {
+  await using ws = workspace({ command: "node", args: [FIXTURE] });
+  await using g = await gatewayFor(ws, { elicit: () => "yes" });
+  const before = (await g.client.listTools()).tools.map((t) => t.name);
+  assert(!before.includes("raw__ask"), "not run before its run is approved");
+  const tools = await (g.gateway.target("stdio") as StdioTarget).pinServer("raw");
+  assertEquals(tools.map((t) => t.name), ["ask"]);
+  const listed = (await g.client.listTools()).tools.find((t) => t.name === "raw__ask");
+  assertEquals(listed?.description, "Asks the client's model");
+  const lock = JSON.parse(ws.read(".pml/mcp.lock")).entries["pml.mcp.raw.server"];
+  assert(lock.tools.ask.startsWith("sha256-"));
+  assertEquals(lock.package, undefined, "a raw command pins its command, not a package");
+});
+
+Deno.test("a runtime that is not on the PATH is said at once, in PML's words", async () => {
+  await using ws = workspace({ command: "uvx-not-installed-here", args: ["mcp-server-time"] });
+  await using g = await gatewayFor(ws, { elicit: () => "yes" });
+  const r = await g.client.callTool({ name: "raw__now", arguments: {} });
+  assert(r.isError);
+  assertStringIncludes(textOf(r), '"uvx-not-installed-here" is not on the PATH pml runs with');
+  assert(!textOf(r).includes("bwrap"), textOf(r));
+});
+
+Deno.test("a script that is not there: the message names the file and the read grant, not the sandbox's command line", async () => {
+  await using ws = workspace({ command: "node", args: ["/nonexistent-pml-test/server.mjs"] });
+  await using g = await gatewayFor(ws, { elicit: () => "yes" });
+  const r = await g.client.callTool({ name: "raw__x", arguments: {} });
+  assert(r.isError);
+  const text = textOf(r);
+  assertStringIncludes(text, 'Cannot start raw ("node /nonexistent-pml-test/server.mjs")');
+  assertStringIncludes(text, 'it needs read access to "/nonexistent-pml-test/server.mjs"');
+  assertStringIncludes(text, "permissions.read");
+  assert(!text.includes("--ro-bind"), text);
+});
