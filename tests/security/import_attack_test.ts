@@ -20,7 +20,7 @@ import { gatewayFor, tempWorkspace, textOf } from "../../packages/pml/src/testin
 import type { CliIo } from "../../packages/pml/src/cli/io.ts";
 import { runImport } from "../../packages/pml/src/cli/import.ts";
 import type { NpmResolver } from "../../packages/pml/src/deps/npm_resolver.ts";
-import { commandLaunch } from "../../packages/pml/src/deps/launch.ts";
+import { commandLaunch, ownFileAllowed } from "../../packages/pml/src/deps/launch.ts";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
 import { detectOsSandbox } from "../../packages/pml/src/sandbox/os_sandbox.ts";
 
@@ -165,6 +165,11 @@ Deno.test("attack: a raw command's argument inside a hidden folder does not make
     const hidden = launch(join(keys, "server.mjs")).args.join(" ");
     assert(!hidden.includes(`${keys} ${keys}`), hidden);
     assertStringIncludes(hidden, join(home, ".ssh"), "the secret folder is still hidden");
+    // Nor another user's home, the user's whole home, or the root, whatever the argument names.
+    for (const p of ["/home/someone-else/mcp", "/root/mcp", home, "/", "/srv"]) {
+      assert(!ownFileAllowed(p, home), p);
+    }
+    assert(ownFileAllowed(join(home, "code", "mcp"), home), "a project in the user's home");
     const ordinary = launch(join(tools, "server.mjs")).args.join(" ");
     assertStringIncludes(ordinary, `${tools} ${tools}`, "an ordinary script's package is readable");
   } finally {

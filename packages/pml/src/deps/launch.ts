@@ -290,9 +290,11 @@ export function commandLaunch(
       net: meta.permissions.net,
     });
   // The command's own files (a script among its arguments, with its package) are readable, unless
-  // they lie among the secrets the sandbox hides: an argument is no human's grant.
+  // the read model keeps them out (secrets, other users' homes, a whole home or the root): an
+  // argument is no human's grant.
   const base = policyWith([]);
   const own = ownFiles(args, ctx.workspace).filter((p) =>
+    ownFileAllowed(p, ctx.env.HOME) &&
     !base.denyRead.some((d) => p === d || p.startsWith(d + "/"))
   );
   const policy = own.length ? policyWith(own) : base;
@@ -341,6 +343,18 @@ export function ownFiles(args: readonly string[], cwd: string): string[] {
     } catch { /* none */ }
   }
   return [...out];
+}
+
+/**
+ * Whether a raw command's own folder may be granted: two levels deep at least (`/srv/mcp`, not `/`
+ * or `/srv`), not the user's home or one of its parents, and not in another user's home (`/home/*`,
+ * `/root`), which the read model leaves out.
+ */
+export function ownFileAllowed(path: string, home: string | undefined): boolean {
+  if (path.split("/").filter(Boolean).length < 2) return false;
+  if (home && (home === path || home.startsWith(path + "/"))) return false;
+  const inHome = home !== undefined && path.startsWith(home + "/");
+  return inHome || !(path.startsWith("/home/") || path === "/root" || path.startsWith("/root/"));
 }
 
 const PROJECT_FILES = ["package.json", "pyproject.toml", "deno.json", "go.mod"];
