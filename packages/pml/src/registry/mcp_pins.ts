@@ -168,6 +168,8 @@ export interface McpPinsDeps {
 /** See the module documentation. */
 export class McpPins {
   readonly #d: McpPinsDeps;
+  /** Tool definitions read back from the cache, by their hash (see `pinnedDefinitions`). */
+  readonly #definitions = new Map<string, ToolDefinition>();
 
   constructor(deps: McpPinsDeps) {
     this.#d = deps;
@@ -310,8 +312,13 @@ export class McpPins {
     if (!pinned) return undefined;
     const defs: ToolDefinition[] = [];
     for (const hash of Object.values(pinned)) {
-      const doc = await this.#document(hash) as ToolDefinition | undefined;
-      if (!doc || typeof doc.name !== "string") return undefined;
+      // Content-addressed: a hash's definition, once read and verified, never changes.
+      let doc = this.#definitions.get(hash);
+      if (!doc) {
+        const read = await this.#document(hash) as ToolDefinition | undefined;
+        if (!read || typeof read.name !== "string") return undefined;
+        this.#definitions.set(hash, doc = read);
+      }
       defs.push(doc);
     }
     return defs;
