@@ -210,8 +210,9 @@ const FS_SERVER: StdioCommand = {
   env: { PATH: Deno.env.get("PATH") ?? "" },
   cwd: ws.dir,
 };
-Deno.writeTextFileSync(
-  join(ws.dir, ".pml.json"),
+// ws.write trusts the content, as the user's `pml trust` would (docs/permissions.md).
+ws.write(
+  ".pml.json",
   JSON.stringify({
     approvals: "agent",
     permissions: { allow: ["filesystem", "fsdep", "json"], ask: [], deny: [] },
