@@ -172,7 +172,14 @@ Deno.test("e2e cloud: cloud killed mid-session → local works, cloud tools fail
   assert(!back.isError, text(back));
 });
 
-Deno.test("e2e cloud: a cloud that accepts connections but never answers gives a bounded offline error", async () => {
+/**
+ * A loopback server that accepts connections and never answers; `run` gets `pml stdio` in cloud
+ * mode against it (the cloud URL is also the registry, as by default), with `env` added.
+ */
+async function withSilentCloud(
+  env: Record<string, string>,
+  run: (client: Awaited<ReturnType<typeof connectStdio>>) => Promise<void>,
+) {
   const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const held: Deno.Conn[] = [];
   const accepting = (async () => {
@@ -185,23 +192,66 @@ Deno.test("e2e cloud: a cloud that accepts connections but never answers gives a
       env: {
         PML_CLOUD_URL: `http://127.0.0.1:${(silent.addr as Deno.NetAddr).port}`,
         PML_API_KEY: "pml_whatever",
-        PML_CLOUD_TIMEOUT_MS: "1500",
+        ...env,
       },
     });
-    const names = (await client.listTools()).tools.map((t) => t.name);
-    assert(names.includes("filesystem__read_file"));
-    const r = await client.callTool({ name: "json:parse", arguments: { text: "1" } });
-    assert(r.isError);
-    assertStringIncludes(text(r), "did not answer within");
-    assertEquals(
-      text(await client.callTool({ name: "filesystem:read_file", arguments: { path: "a.txt" } })),
-      "A",
-    );
+    await run(client);
   } finally {
     silent.close();
     for (const c of held) c.close();
     await accepting.catch(() => {});
   }
+}
+
+/** The local read still works. */
+async function assertLocalRead(client: Awaited<ReturnType<typeof connectStdio>>) {
+  const read = await client.callTool({
+    name: "filesystem:read_file",
+    arguments: { path: "a.txt" },
+  });
+  assertEquals(text(read), "A");
+}
+
+Deno.test("e2e cloud: a cloud that accepts connections but never answers gives a bounded offline error", async () => {
+  await withSilentCloud({ PML_CLOUD_TIMEOUT_MS: "1500" }, async (client) => {
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert(names.includes("filesystem__read_file"));
+    const r = await client.callTool({ name: "json:parse", arguments: { text: "1" } });
+    assert(r.isError);
+    assertStringIncludes(text(r), "did not answer within 2 s");
+    await assertLocalRead(client);
+  });
+});
+
+Deno.test("e2e cloud: a silent cloud that is also the registry, default bounds: every tools/list returns the local tools, a cloud call says it did not answer within 10 s", async () => {
+  // No PML_CLOUD_TIMEOUT_MS: the documented defaults (a list waits at most 2 s, once; a call's
+  // cloud bound is 10 s).
+  await withSilentCloud({}, async (client) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const work = (async () => {
+      for (let i = 0; i < 3; i++) {
+        const names = (await client.listTools()).tools.map((t) => t.name);
+        assert(names.includes("filesystem__read_file"), names.join());
+      }
+      const r = await client.callTool({ name: "json__parse", arguments: { text: "1" } });
+      assert(r.isError);
+      assertStringIncludes(text(r), "did not answer within 10 s");
+      await assertLocalRead(client);
+    })();
+    // A generous bound, not a timing: the lists and the call together take about 10 s; each list
+    // used to wait 10 s for the registry and the call 20 s (50 s in all).
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error("3 tools/list and a cloud call took more than 30 s")),
+        30_000,
+      );
+    });
+    try {
+      await Promise.race([work, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
+  });
 });
 
 Deno.test("e2e cloud: with the policy pml init writes (json, math, text, pml:search allowed) the cloud tools carry pml-server's own descriptions and schemas; an unlisted http tool is asked; an unknown one is unknown before any question", async () => {

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { authenticate } from "./auth/keys.ts";
+import { authenticateMcp, isOauthPath, noOauth } from "./auth/mcp_auth.ts";
 import { errorResponse, HttpError, jsonResponse } from "./http.ts";
 import { RegistryCache } from "./registry/cache.ts";
 import type { RoutingTable } from "./registry/routing_table.ts";
@@ -74,7 +74,7 @@ export function createApp(deps: AppDeps): App {
     }
     if (path === "/mcp") {
       if (deps.mcp && isMcpSessionRequest(request)) {
-        return await deps.mcp(request, { apiKey: await authenticate(request, deps.store) });
+        return await deps.mcp(request, { apiKey: await authenticateMcp(request, deps.store) });
       }
       if (method === "POST") return await handleMcpPost(request, postDeps);
       if (read) return withoutBodyForHead(method, await serveCatalog(url, deps.store));
@@ -88,6 +88,7 @@ export function createApp(deps: AppDeps): App {
       if (!read) throw methodNotAllowed(method, path, "GET, HEAD");
       return withoutBodyForHead(method, await serveHealth(deps.store));
     }
+    if (isOauthPath(path)) throw noOauth(method, path);
     throw new HttpError(404, "not_found", `No route for ${method} ${path.slice(0, 200)}`);
   }
 

@@ -13,6 +13,8 @@ export class HttpError extends Error {
     message: string,
     readonly extra: Record<string, unknown> = {},
     readonly headers: Record<string, string> = {},
+    /** The whole response body, when the protocol fixes its form (a JSON-RPC error). */
+    readonly body?: unknown,
   ) {
     super(message);
     this.name = "HttpError";
@@ -35,7 +37,7 @@ export function jsonResponse(
 export function errorResponse(error: HttpError): Response {
   return jsonResponse(
     error.status,
-    { error: error.code, message: error.message, ...error.extra },
+    error.body ?? { error: error.code, message: error.message, ...error.extra },
     error.headers,
   );
 }

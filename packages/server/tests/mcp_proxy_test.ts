@@ -188,8 +188,16 @@ Deno.test("the MCP endpoint needs an API key and answers 405 to GET streams and 
       },
       body: JSON.stringify(init),
     });
-    assert.equal(anonymous.status, 401);
-    await anonymous.body?.cancel();
+    // 403 with a JSON-RPC error, no OAuth challenge: SDK clients go into OAuth on any 401.
+    assert.equal(anonymous.status, 403);
+    assert.equal(anonymous.headers.get("www-authenticate"), null);
+    const refused = await anonymous.json();
+    assert.equal(refused.jsonrpc, "2.0");
+    assert.equal(refused.error.code, -32001);
+    assert.match(
+      refused.error.message,
+      /^Missing API key: send the header "Authorization: Bearer <key>"/,
+    );
     for (const [method, accept] of [["GET", "text/event-stream"], ["DELETE", "*/*"]]) {
       const response = await server.request("/mcp", {
         method,

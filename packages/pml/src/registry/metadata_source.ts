@@ -15,6 +15,7 @@ import { integrityToHex } from "./integrity.ts";
 import type { Lockfile } from "./lockfile.ts";
 import type { ModuleCache } from "./module_cache.ts";
 import { isUnreachable, type RegistryClient } from "./registry_client.ts";
+import { BoundedLoad, ListBoundExceeded } from "../targets/list_bound.ts";
 
 const LIST_TTL_MS = 60_000;
 
@@ -25,10 +26,12 @@ export class RegistryMetadataSource implements MetadataSource {
   readonly #lockfile: () => Promise<Lockfile>;
   readonly #warn: (line: string) => void;
   readonly #exclude: ReadonlySet<string>;
+  readonly #serverRouted: (namespace: string) => boolean;
   readonly #now: () => number;
   readonly #known = new Map<string, { meta?: DependencyMeta; until: number }>();
   readonly #pending = new Map<string, Promise<DependencyMeta | undefined>>();
   #list?: { names: string[]; until: number };
+  readonly #listing = new BoundedLoad();
 
   constructor(deps: {
     client: RegistryClient;
@@ -37,6 +40,12 @@ export class RegistryMetadataSource implements MetadataSource {
     warn?: (line: string) => void;
     /** Namespaces owned by another target (the std tools): never served from here. */
     exclude?: Iterable<string>;
+    /**
+     * Namespaces the platform routes to the server (`json`, `tavily`, …): never a registry stdio
+     * server (those are `client`), so never looked up here: a call to a cloud tool does not wait
+     * for the registry first.
+     */
+    serverRouted?: (namespace: string) => boolean;
     now?: () => number;
   }) {
     this.#client = deps.client;
@@ -44,6 +53,7 @@ export class RegistryMetadataSource implements MetadataSource {
     this.#lockfile = deps.lockfile;
     this.#warn = deps.warn ?? ((l) => console.error(l));
     this.#exclude = new Set(deps.exclude ?? []);
+    this.#serverRouted = deps.serverRouted ?? (() => false);
     this.#now = deps.now ?? Date.now;
   }
 
@@ -53,11 +63,15 @@ export class RegistryMetadataSource implements MetadataSource {
     if (this.#list && this.#list.until > now) return this.#list.names;
     let names: string[];
     try {
-      names = (await this.#client.findType("stdio")).map((i) => i.fqdn.split(".")[2]);
-      this.#list = { names: names.filter((n) => !this.#exclude.has(n)), until: now + LIST_TTL_MS };
-      return this.#list.names;
+      // Bounded like every remote wait of `tools/list`; a late answer still fills the cache.
+      return await this.#listing.run(async () => {
+        const items = await this.#client.findType("stdio");
+        const found = items.map((i) => i.fqdn.split(".")[2]).filter((n) => !this.#exclude.has(n));
+        this.#list = { names: found, until: this.#now() + LIST_TTL_MS };
+        return found;
+      });
     } catch (err) {
-      if (!isUnreachable(err)) throw err;
+      if (!isUnreachable(err) && !(err instanceof ListBoundExceeded)) throw err;
       const lock = await this.#lockfile();
       names = lock.entries().filter(([, e]) => e.type === "stdio").map(([n]) => n.split(".")[2]);
       return names.filter((n) => !this.#exclude.has(n));
@@ -66,6 +80,7 @@ export class RegistryMetadataSource implements MetadataSource {
 
   async get(server: string): Promise<DependencyMeta | undefined> {
     if (this.#exclude.has(server) || !this.#client.registries.length) return undefined;
+    if (this.#serverRouted(server)) return undefined;
     const known = this.#known.get(server);
     if (known && known.until > this.#now()) return known.meta;
     // Calls that arrive together share one look-up: every tool call asks whether its namespace is

@@ -47,6 +47,13 @@ export interface RegistryClientOptions {
   readonly fetch?: typeof fetch;
   /** Per request (default 10 s). */
   readonly timeoutMs?: number;
+  /**
+   * After a registry let a request time out, how long further requests to it fail at once with
+   * that error instead of waiting again (default 30 s, like the cloud's tool list). A refused
+   * connection fails fast by itself and does not count.
+   */
+  readonly silentRetryMs?: number;
+  readonly now?: () => number;
 }
 
 const MAX_REDIRECTS = 3;
@@ -57,11 +64,17 @@ export class RegistryClient {
   readonly registries: readonly string[];
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
+  readonly #silentRetryMs: number;
+  readonly #now: () => number;
+  /** Per origin: until when it is taken as silent, and the timeout that said so. */
+  readonly #silent = new Map<string, { until: number; error: PmlError }>();
 
   constructor(opts: RegistryClientOptions) {
     this.registries = opts.registries.map((r) => r.replace(/\/+$/, ""));
     this.#fetch = opts.fetch ?? globalThis.fetch;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#silentRetryMs = opts.silentRetryMs ?? 30_000;
+    this.#now = opts.now ?? Date.now;
   }
 
   /**
@@ -196,21 +209,37 @@ export class RegistryClient {
   }
 
   async #get(url: string, headers: Record<string, string>): Promise<Response> {
+    const origin = URL.canParse(url) ? new URL(url).origin : url;
+    const silent = this.#silent.get(origin);
+    if (silent && silent.until > this.#now()) {
+      throw new PmlError(
+        "REGISTRY_TIMEOUT",
+        `The registry at "${origin}" did not answer within ${this.#timeoutMs} ms a moment ago ` +
+          `(${silent.error.message}); it is not asked again for ${
+            Math.round(this.#silentRetryMs / 1000)
+          } s`,
+        { cause: silent.error, details: { url } },
+      );
+    }
     try {
-      return await this.#fetch(url, {
+      const res = await this.#fetch(url, {
         headers,
         redirect: "manual",
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
+      this.#silent.delete(origin);
+      return res;
     } catch (err) {
       const timeout = err instanceof DOMException && err.name === "TimeoutError";
-      throw new PmlError(
+      const error = new PmlError(
         timeout ? "REGISTRY_TIMEOUT" : "REGISTRY_UNREACHABLE",
         timeout
           ? `The registry did not answer "GET ${url}" within ${this.#timeoutMs} ms`
           : `Cannot reach the registry at "${url}": ${errorMessage(err)}`,
         { cause: err, details: { url } },
       );
+      if (timeout) this.#silent.set(origin, { until: this.#now() + this.#silentRetryMs, error });
+      throw error;
     }
   }
 }

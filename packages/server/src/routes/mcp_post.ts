@@ -6,6 +6,7 @@
  * @module
  */
 import { authenticate } from "../auth/keys.ts";
+import { authenticateMcp, isMcpRequest } from "../auth/mcp_auth.ts";
 import { HttpError, readBody } from "../http.ts";
 import type { ApiKeyRecord, Store } from "../store/store.ts";
 import { publishCapability, type PublishDeps } from "./publish.ts";
@@ -29,7 +30,9 @@ export interface McpPostDeps extends PublishDeps {
 
 /** Authenticates, then routes the request to the MCP handler or to publishing. */
 export async function handleMcpPost(request: Request, deps: McpPostDeps): Promise<Response> {
-  const apiKey = await authenticate(request, deps.store);
+  const apiKey = isMcpRequest(request)
+    ? await authenticateMcp(request, deps.store)
+    : await authenticate(request, deps.store);
   const accept = request.headers.get("accept") ?? "";
   if (deps.mcp && accept.includes("text/event-stream")) return await deps.mcp(request, { apiKey });
   const contentType = request.headers.get("content-type") ?? "";

@@ -16,6 +16,7 @@ import type { ChangedPin, HttpPins } from "./http_pins.ts";
 import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
 import { type CloudToolsCache, NO_TOOLS_CACHE } from "./tools_cache.ts";
+import { LIST_BOUND_MS } from "../list_bound.ts";
 
 /** The message of every cloud tool call when no API key is configured. */
 export const NO_API_KEY_MESSAGE =
@@ -358,7 +359,7 @@ export class CloudTarget implements Target {
   async #bounded(p: Promise<unknown>): Promise<boolean> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const limit = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.#d.listTimeoutMs ?? 2000);
+      timer = setTimeout(() => resolve(false), this.#d.listTimeoutMs ?? LIST_BOUND_MS);
     });
     try {
       return await Promise.race([p.then(() => true, () => true), limit]);

@@ -11,6 +11,7 @@ import { CloudTarget } from "./cloud_target.ts";
 import type { HttpPins } from "./http_pins.ts";
 import { cloudSearchTool } from "./search_tool.ts";
 import { type CloudToolsCache, fileToolsCache } from "./tools_cache.ts";
+import { LIST_BOUND_MS } from "../list_bound.ts";
 
 /** Overrides for the cloud side of the gateway (tests, embedding). */
 export interface CloudOptions {
@@ -85,7 +86,7 @@ export function createCloud(
     routing,
     client,
     fetch: opts.fetch,
-    listTimeoutMs: opts.listTimeoutMs ?? Math.min(2000, timeoutMs),
+    listTimeoutMs: opts.listTimeoutMs ?? Math.min(LIST_BOUND_MS, timeoutMs),
     cache: opts.toolsCache ?? fileToolsCache(config.pmlHome, config.cloudUrl),
     onClose: () => stop.abort(),
     pins,

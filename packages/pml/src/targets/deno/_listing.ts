@@ -11,26 +11,12 @@ import type { CatalogItem } from "../../registry/registry_client.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { ToolInfo } from "../target.ts";
 import type { RegistryStack } from "./_stack.ts";
+import { BoundedLoad } from "../list_bound.ts";
+
+/** Per registry stack: the catalogue look-ups of `tools/list`, waited for at most once. */
+const catalogueLoads = new WeakMap<RegistryStack, BoundedLoad>();
 
 const ANY_OBJECT = { type: "object", additionalProperties: true };
-
-/** Longest wait of `tools/list` for the registries. */
-const LIST_BOUND_MS = 2000;
-
-/** `run()`, or a rejection after `ms` (the work goes on and is dropped). */
-async function within<T>(ms: number, run: () => Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  const work = run();
-  work.catch(() => {});
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Lists the tools (see the module documentation). */
 export async function listRegistryTools(
@@ -60,7 +46,9 @@ export async function listRegistryTools(
   let items: CatalogItem[] = [];
   try {
     // Bounded like the cloud's list (2 s): a silent registry must not hold `tools/list`.
-    items = await within(LIST_BOUND_MS, async () => {
+    let loads = catalogueLoads.get(stack);
+    if (!loads) catalogueLoads.set(stack, loads = new BoundedLoad());
+    items = await loads.run(async () => {
       const found: CatalogItem[] = [];
       for (const p of patterns) {
         const [ns, action] = p.split(":");

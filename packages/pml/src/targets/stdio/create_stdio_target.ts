@@ -74,6 +74,7 @@ export function createStdioTarget(
             cache: registry.cache,
             lockfile: registry.lockfile,
             exclude,
+            serverRouted: (ns) => deps.routing.routeOf(`${ns}:*`) === "server",
           }),
         ]
         : []),

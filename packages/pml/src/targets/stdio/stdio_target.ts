@@ -34,6 +34,7 @@ import {
   type ToolInfo,
 } from "../target.ts";
 import type { StdioProcessManager } from "./process_manager.ts";
+import { BoundedLoad, ListBoundExceeded } from "../list_bound.ts";
 
 /** What a {@link StdioTarget} needs; every piece of I/O is injected. */
 export interface StdioTargetDeps {
@@ -87,6 +88,7 @@ export class StdioTarget implements Target {
   /** Servers whose metadata is pinned: their own tool lists are checked too. */
   readonly #pinnedServers = new Set<string>();
   /** Per server: its metadata look-up in `tools/list`, waited for at most once while it is late. */
+  readonly #metaLoads = new Map<string, BoundedLoad>();
   #osStatus?: OsSandboxStatus;
 
   constructor(deps: StdioTargetDeps) {
@@ -95,16 +97,24 @@ export class StdioTarget implements Target {
 
   async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
     const tools: ToolInfo[] = [];
-    for (const server of await this.#d.source.list()) {
-      if (namespaces && !namespaces.has(server)) continue;
-      let meta: DependencyMeta | undefined;
+    const servers = (await this.#d.source.list()).filter((s) => !namespaces || namespaces.has(s));
+    // Looked up together, within the list's bound: a silent registry costs the list 2 s once, and
+    // a server whose metadata is late is listed next time (its look-up goes on).
+    const metas = await Promise.all(servers.map(async (server) => {
       try {
-        meta = await this.#d.source.get(server);
+        let loads = this.#metaLoads.get(server);
+        if (!loads) this.#metaLoads.set(server, loads = new BoundedLoad());
+        return await loads.run(() => this.#d.source.get(server));
       } catch (err) {
-        console.error(`pml: skipping stdio server "${server}": ${errorMessage(err)}`);
-        continue;
+        if (!(err instanceof ListBoundExceeded)) {
+          console.error(`pml: skipping stdio server "${server}": ${errorMessage(err)}`);
+        }
+        return undefined;
       }
+    }));
+    for (const meta of metas) {
       if (!meta) continue;
+      const server = meta.server;
       // A definition that changed since it was pinned is not shown before it is approved, and a
       // tool that appeared since is not listed at all.
       const unapproved = this.#d.pins && !isPrivate(meta)
