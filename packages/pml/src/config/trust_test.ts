@@ -38,9 +38,10 @@ const WIDE = {
 
 Deno.test("trust: an untrusted .pml.json that widens applies only where it narrows, and says what it widens", async () => {
   await using ws = tempWorkspace();
-  cloned(ws, { ...WIDE, sandbox: { ...WIDE.sandbox, deny: ["secrets"] } });
+  cloned(ws, { ...WIDE, port: 4111, sandbox: { ...WIDE.sandbox, deny: ["secrets"] } });
   const c = testConfig(ws);
   assertEquals(c.trust.state, "untrusted");
+  assertEquals(c.port, 4111, "a key that widens nothing applies");
   assertEquals(c.sandbox.deny, [join(ws.dir, "secrets")], "sandbox.deny narrows: it applies");
   assertEquals(c.workspace, ws.dir, "workspace: / is ignored");
   assertEquals(c.approvals, undefined, "approvals: agent is ignored");

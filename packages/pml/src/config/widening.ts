@@ -2,7 +2,7 @@
  * What a `.pml.json` widens beyond the built-in defaults (DESIGN §13 "Workspace trust"), and the
  * part of it that applies while no human trusted it: the defaults (filesystem reads allowed, writes
  * and shell asked, installs and integrity decided by a human) plus what only narrows them (`deny`
- * and `ask` entries, `approvals: "human"`, `sandbox.deny`, the port).
+ * and `ask` entries, `approvals: "human"`, `sandbox.deny`, the port, `notify`).
  *
  * Widening: an `allow` entry other than an exact read tool, `approvals: "agent"`, `sandbox` read or
  * write grants outside the workspace, `sandbox.net`, `sandbox.unconfined`, `sandbox.sshAgent`, any
@@ -66,15 +66,21 @@ export function wideningOf(file: PmlFile, folder: string): string[] {
 }
 
 /**
+ * Top-level keys that widen nothing and apply as written: the port, and the desktop notification
+ * of a waiting approval (a human channel).
+ */
+const NEUTRAL_KEYS: ReadonlySet<string> = new Set(["$schema", "version", "port", "notify"]);
+
+/**
  * The part of `file` that applies while it is not trusted: the built-in permissions plus its own
  * `deny` and `ask` entries, `approvals: "human"`, and the keys that widen nothing.
  */
 export function narrowedFile(file: PmlFile): PmlFile {
-  const { $schema, version, port } = file;
+  const kept = Object.fromEntries(
+    Object.entries(file).filter(([key, value]) => NEUTRAL_KEYS.has(key) && value !== undefined),
+  );
   return {
-    ...($schema === undefined ? {} : { $schema }),
-    ...(version === undefined ? {} : { version }),
-    ...(port === undefined ? {} : { port }),
+    ...kept,
     ...(file.approvals === "human" ? { approvals: "human" as const } : {}),
     ...(file.sandbox?.deny?.length ? { sandbox: { deny: [...file.sandbox.deny] } } : {}),
     permissions: {
