@@ -11,6 +11,7 @@
 import { join } from "node:path";
 import { readJsonObject } from "../config/write_json.ts";
 import { writeHumanConfig } from "../config/human_write.ts";
+import { isTrusted } from "../config/trust_store.ts";
 import { resolveWorkspace } from "../config/workspace.ts";
 import { type NpmResolver, NpmViewResolver } from "../deps/npm_resolver.ts";
 import { errorMessage, PmlError } from "../errors.ts";
@@ -163,11 +164,18 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
       ...Object.fromEntries(found.servers.map((s) => [s.name, s.mcp])),
     },
   };
-  await writeHumanConfig(configPath, JSON.stringify(next, null, 2) + "\n", {
-    pmlHome: pmlHomeOf(io.env, io.home ?? io.env.HOME ?? workspace),
-    env: io.env,
-  });
+  const text = JSON.stringify(next, null, 2) + "\n";
+  const pmlHome = pmlHomeOf(io.env, io.home ?? io.env.HOME ?? workspace);
+  await writeHumanConfig(configPath, text, { pmlHome, env: io.env });
   io.stdout(`Wrote ${found.servers.map((s) => s.name).join(", ")} to ${configPath}\n`);
+  // A file that was not trusted before stays so (one decision does not vouch for the rest of it).
+  const trusted = isTrusted(pmlHome, workspace, text);
+  if (!trusted) {
+    io.stdout(
+      `${configPath} is not trusted yet (it was not before this import): its private_mcps take ` +
+        `effect once you review it with \`pml trust\`\n`,
+    );
+  }
 
   const unset = new Set<string>();
   if (opts.move) {
@@ -204,7 +212,7 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
         `client's configuration); ${CONFIG_FILE} keeps only their names\n`,
     );
   }
-  const pinned = await (opts.pinner ?? pinServers)(found.servers, io);
+  const pinned = trusted ? await (opts.pinner ?? pinServers)(found.servers, io) : true;
   io.stdout(
     `Calls to their tools are asked unless "permissions.allow" names them ` +
       `(e.g. "${found.servers[0].name}")\n`,

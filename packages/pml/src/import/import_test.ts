@@ -352,3 +352,24 @@ Deno.test("init offers the import when the agents have servers of their own (and
   assertStringIncludes(asked.text(), "Review and import them into PML now? [y/N]");
   assert(!ws.read(".pml.json").includes("private_mcps"));
 });
+
+Deno.test("import into a .pml.json nobody trusted: written, said to need `pml trust`, nothing set up", async () => {
+  await using ws = tempWorkspace();
+  copyTree(join(FIXTURES, "qwen"), ws.dir);
+  // Written behind PML's back (not through the trusting helper): it widens, and nobody trusted it.
+  Deno.writeTextFileSync(join(ws.dir, ".pml.json"), JSON.stringify({ approvals: "agent" }));
+  const c = cli(ws);
+  let setUp = 0;
+  const counting = () => (setUp++, Promise.resolve(true));
+  assertEquals(
+    await runImport(
+      { from: { client: "qwen" }, yes: true, move: false, resolver, pinner: counting },
+      c.io,
+    ),
+    0,
+  );
+  assertStringIncludes(c.text(), "is not trusted yet");
+  assertStringIncludes(c.text(), "`pml trust`");
+  assertEquals(setUp, 0, "an untrusted file's servers are not installed or started");
+  assert(JSON.parse(ws.read(".pml.json")).private_mcps.memory);
+});
