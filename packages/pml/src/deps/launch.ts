@@ -204,9 +204,11 @@ export function denoLaunch(
     net: meta.permissions.net,
   });
   const net = netProxyFor(policy);
+  // No seccomp filter here: under it, Deno's Node compatibility layer stopped answering (the
+  // memory server's calls hung). Deno's flags stand instead: a unix socket is connected to only
+  // with read and write access to its path, which an npm server has only where it declares.
   const started = osCommand(os.bwrap, policy, ctx.workspace, [ctx.denoPath, ...args], {
     denoPath: ctx.denoPath,
-    seccomp: unixSocketFilterFile(),
     netDir: net?.dir,
   });
   return {
