@@ -20,7 +20,10 @@ function docs(): { file: string; text: string }[] {
 /** Code spans and the lines of fenced blocks. */
 function codeOf(text: string): string[] {
   const out: string[] = [];
-  for (const block of text.matchAll(/```[a-z]*\n([\s\S]*?)```/g)) out.push(...block[1].split("\n"));
+  // Comment lines of a block show a command's output (files it writes), not the repository.
+  for (const block of text.matchAll(/```[a-z]*\n([\s\S]*?)```/g)) {
+    out.push(...block[1].split("\n").filter((line) => !line.trimStart().startsWith("#")));
+  }
   const prose = text.replace(/```[a-z]*\n[\s\S]*?```/g, "");
   for (const span of prose.matchAll(/`([^`\n]+)`/g)) out.push(span[1]);
   return out;
