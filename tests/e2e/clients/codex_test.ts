@@ -84,7 +84,8 @@ function codexConfig(
     `wire_api = "responses"`,
     `[projects.${toml(ws.dir)}]`,
     `trust_level = ${toml(server === null ? "trusted" : "untrusted")}`,
-    ...(server === null ? [] : [`[mcp_servers.pml]`, ...entry]),
+    // `required`: Codex otherwise runs the turn without a server not started within ~1 s.
+    ...(server === null ? [] : [`[mcp_servers.pml]`, `required = true`, ...entry]),
   ].join("\n") + "\n";
 }
 

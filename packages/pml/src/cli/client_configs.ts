@@ -153,9 +153,13 @@ function tomlString(value: string): string {
   return JSON.stringify(value); // a TOML basic string is a JSON string for these characters
 }
 
-/** Codex's `[mcp_servers.pml]` table, as TOML text. */
+/**
+ * Codex's `[mcp_servers.pml]` table, as TOML text. `required = true`: since 0.147 Codex gives an
+ * optional server about one second to start and then runs the turn without its tools, silently; a
+ * required one is waited for (up to its startup timeout) and a failure to start is reported.
+ */
 export function codexToml(input: EntryInput): string {
-  const lines = ["[mcp_servers.pml]"];
+  const lines = ["[mcp_servers.pml]", "required = true"];
   if (input.transport === "http") {
     lines.push(`url = ${tomlString(url(input.port))}`);
   } else {

@@ -97,7 +97,7 @@ Deno.test("init --client: each client gets its own file in its own syntax; other
   assertStringIncludes(toml, "[mcp_servers.other]");
   assertStringIncludes(
     toml,
-    '[mcp_servers.pml]\ncommand = "pml"\nargs = ["stdio"]\nenv_vars = ["TAVILY_API_KEY"',
+    '[mcp_servers.pml]\nrequired = true\ncommand = "pml"\nargs = ["stdio"]\nenv_vars = ["TAVILY_API_KEY"',
   );
   assertStringIncludes(out.join(""), "~/.codex/config.toml");
   // All clients, then again: the second run changes nothing.
