@@ -74,20 +74,45 @@ let written: string | undefined;
 
 /**
  * A file holding {@link unixSocketFilter}, for the shell that starts bubblewrap to open on a
- * descriptor: written once per process in a folder of its own (mode 0700), removed when the
- * process exits. `undefined` when there is no filter for this architecture.
+ * descriptor: one per user and filter, `/tmp/pml-seccomp-<uid>/<arch>.bpf`, in a folder only that
+ * user may use (checked: owned by this uid, mode 0700, not a link; else a fresh private folder),
+ * written once and then reused by every `pml` (nothing to clean up). Its content is checked before
+ * use and rewritten when it differs. `undefined` when there is no filter for this architecture.
  */
 export function unixSocketFilterFile(): string | undefined {
   if (written) return written;
   const filter = unixSocketFilter();
   if (!filter) return undefined;
-  const dir = Deno.makeTempDirSync({ prefix: "pml-seccomp-" });
-  const path = join(dir, "unix-sockets.bpf");
-  Deno.writeFileSync(path, filter, { mode: 0o400 });
-  globalThis.addEventListener("unload", () => {
-    try {
-      Deno.removeSync(dir, { recursive: true });
-    } catch { /* already gone */ }
-  });
+  // Linux only (bubblewrap): its shared temporary folder.
+  let dir = join("/tmp", `pml-seccomp-${Deno.uid() ?? "user"}`);
+  try {
+    Deno.mkdirSync(dir, { mode: 0o700 });
+  } catch { /* exists: checked below */ }
+  if (!privateDir(dir)) dir = Deno.makeTempDirSync({ prefix: "pml-seccomp-" });
+  const path = join(dir, `${Deno.build.arch}.bpf`);
+  if (!sameBytes(path, filter)) {
+    const tmp = `${path}.${Deno.pid}`;
+    Deno.writeFileSync(tmp, filter, { mode: 0o400 });
+    Deno.renameSync(tmp, path);
+  }
   return written = path;
+}
+
+/** Whether `dir` is a real folder of this user that nobody else may enter. */
+function privateDir(dir: string): boolean {
+  try {
+    const info = Deno.lstatSync(dir);
+    return info.isDirectory && info.uid === Deno.uid() && (info.mode! & 0o077) === 0;
+  } catch {
+    return false;
+  }
+}
+
+function sameBytes(path: string, bytes: Uint8Array): boolean {
+  try {
+    const have = Deno.readFileSync(path);
+    return have.length === bytes.length && have.every((b, i) => b === bytes[i]);
+  } catch {
+    return false;
+  }
 }
