@@ -2,7 +2,7 @@
  * `createApp(deps)`: the whole HTTP server as a `(Request) => Promise<Response>` function, so
  * tests call it without a port and `main.ts` hands it to `Deno.serve`.
  *
- * Routes: `GET /health`, `GET /api/routing`, `GET /mcp` (catalog), `GET /mcp/{fqdn}` (registry),
+ * Routes: `GET /` (read-only dashboard page), `GET /health`, `GET /api/routing`, `GET /mcp` (catalog), `GET /mcp/{fqdn}` (registry),
  * `POST /mcp` (publish, or MCP when an `mcp` handler is injected), `GET`/`DELETE /mcp` with an
  * event-stream `Accept` or `Mcp-Session-Id` (MCP handler).
  *
@@ -13,6 +13,7 @@ import { errorResponse, HttpError, jsonResponse } from "./http.ts";
 import { RegistryCache } from "./registry/cache.ts";
 import type { RoutingTable } from "./registry/routing_table.ts";
 import { serveCatalog } from "./routes/catalog.ts";
+import { serveDashboard } from "./routes/dashboard.ts";
 import { serveHealth } from "./routes/health.ts";
 import { handleMcpPost, type McpHandler } from "./routes/mcp_post.ts";
 import { serveRegistryEntry } from "./routes/registry.ts";
@@ -83,6 +84,10 @@ export function createApp(deps: AppDeps): App {
     if (path === "/api/routing") {
       if (!read) throw methodNotAllowed(method, path, "GET, HEAD");
       return serveRouting(request, deps.routing);
+    }
+    if (path === "/") {
+      if (!read) throw methodNotAllowed(method, path, "GET, HEAD");
+      return withoutBodyForHead(method, await serveDashboard(deps.store, deps.routing));
     }
     if (path === "/health") {
       if (!read) throw methodNotAllowed(method, path, "GET, HEAD");
