@@ -97,6 +97,33 @@ Deno.test("e2e cloud: local calls stay local; cloud calls carry the key and X-PM
   assertStringIncludes(text(search), "echo");
 });
 
+Deno.test("e2e cloud: BYOK keys listed in .pml.json come from the workspace .env too (the environment wins; no other name)", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace(PML_JSON);
+  ws.write(".env", "UPSTREAM_TOKEN=tok-from-dotenv\nNOT_LISTED=dotenv-unlisted-789\n");
+  const { UPSTREAM_TOKEN: _, ...withoutToken } = cloudEnv(cloud);
+  {
+    await using client = await connectStdio(ws, { env: withoutToken });
+    const echoed = await client.callTool({ name: "upstream__echo", arguments: { message: "m" } });
+    assert(!echoed.isError, text(echoed));
+    assertEquals(decodeByok(cloud.calls().at(-1)!.headers["x-pml-byok"]), {
+      UPSTREAM_TOKEN: "tok-from-dotenv",
+    });
+  }
+  {
+    await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+    const echoed = await client.callTool({ name: "upstream__echo", arguments: { message: "m" } });
+    assert(!echoed.isError, text(echoed));
+    assertEquals(decodeByok(cloud.calls().at(-1)!.headers["x-pml-byok"]), {
+      UPSTREAM_TOKEN: "tok-upstream-123",
+    });
+  }
+  for (const s of [...cloud.seen, ...upstream.seen]) {
+    assert(!JSON.stringify(s.headers).includes("dotenv-unlisted-789"), `${s.method} ${s.path}`);
+  }
+});
+
 Deno.test("e2e cloud: a server-routed std tool (json:parse) runs on the cloud, with the key and no BYOK", async () => {
   await using upstream = await startUpstream();
   await using cloud = await startCloud(upstream.url);
@@ -125,6 +152,23 @@ Deno.test("e2e cloud: a declared variable missing from .pml.json env is named wi
   assert(r.isError);
   assertStringIncludes(text(r), "UPSTREAM_TOKEN");
   assertStringIncludes(text(r), ".pml.json");
+  assertEquals(cloud.calls().length, 0, "nothing was sent");
+});
+
+Deno.test("e2e cloud: a missing BYOK key of an ask tool is the answer at once, before any approval", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["upstream"], deny: [] },
+    env: ["UPSTREAM_TOKEN"],
+  });
+  const { UPSTREAM_TOKEN: _, ...withoutToken } = cloudEnv(cloud);
+  await using client = await connectStdio(ws, { env: withoutToken });
+  const r = await client.callTool({ name: "upstream:echo", arguments: { message: "x" } });
+  assert(r.isError, text(r));
+  assertEquals((r.structuredContent as { code?: string }).code, "BYOK_MISSING");
+  assertStringIncludes(text(r), "UPSTREAM_TOKEN");
+  assertStringIncludes(text(r), ".env");
   assertEquals(cloud.calls().length, 0, "nothing was sent");
 });
 

@@ -15,7 +15,14 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 const PKG = resolve(import.meta.dirname!, "..");
 
 /** The npm packages the client imports; the install provides them. */
-const EXTERNAL = ["@modelcontextprotocol/sdk/*", "zod", "@babel/parser", "smol-toml", "npm:*"];
+const EXTERNAL = [
+  "@modelcontextprotocol/sdk/*",
+  "zod",
+  "@babel/parser",
+  "smol-toml",
+  "dotenv",
+  "npm:*",
+];
 
 /** Files of the bundled form, relative to its folder, with the source each is built from. */
 export const BUNDLE_ENTRIES: readonly { readonly out: string; readonly src: string }[] = [

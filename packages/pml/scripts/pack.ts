@@ -22,6 +22,7 @@ const RUNTIME_DEPENDENCIES = [
   "@babel/parser",
   "@modelcontextprotocol/sdk",
   "deno",
+  "dotenv",
   "smol-toml",
   "zod",
 ];

@@ -36,7 +36,11 @@ Deno.test("dashboard: GET / answers a self-contained read-only page with a stric
     assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
     assert.equal(response.headers.get("x-content-type-options"), "nosniff");
     const html = await response.text();
-    assert.doesNotMatch(html, /<(script|img|link|iframe|object|embed)\b/i, "nothing to run or load");
+    assert.doesNotMatch(
+      html,
+      /<(script|img|link|iframe|object|embed)\b/i,
+      "nothing to run or load",
+    );
     assert.doesNotMatch(html, /<[^>]*\s(src|href|action)=/i, "no attribute that loads");
     assert.match(html, /pml\.std\.demo\.add\.[0-9a-f]{4}/);
     assert.match(html, /acme\.tools\.notes\.add\.[0-9a-f]{4}/);

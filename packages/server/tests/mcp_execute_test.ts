@@ -147,7 +147,7 @@ Deno.test("server execute: empty code, bad timeout and syntax errors are clear e
       assert.equal(result.structuredContent.code, "EMPTY_CODE");
     }
     const bad = await execute({ code: "return 1", timeout_ms: -5 });
-    assert.equal(bad.structuredContent.code, "CODE_ERROR");
+    assert.equal(bad.structuredContent.code, "INVALID_ARGUMENTS");
     assert.match(bad.structuredContent.message, /timeout_ms must be a positive number, got -5/);
     const syntax = await execute({ code: "const x = ;\nreturn x" });
     assert.equal(syntax.isError, true);

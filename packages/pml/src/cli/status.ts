@@ -1,4 +1,5 @@
 import { type Config, loadConfig, trustNotice } from "../config/config.ts";
+import { unpinnedWarning } from "../deps/metadata.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
@@ -28,6 +29,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     osSandbox: osSandboxLine(config.sandbox.unconfined, config.env.PATH),
     /** The OS policy `shell:exec` runs under (docs/security.md "The sandbox model"). */
     shellPolicy: shellPolicy(config),
+    warnings: unpinnedPackages(config.privateMcps),
   };
   if (opts.json) {
     io.stdout(JSON.stringify(status, null, 2) + "\n");
@@ -49,6 +51,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     ...status.lockfile.rows.map((r) =>
       `  ${r.fqdn}  ${r.type}  ${r.integrity}  ${r.state}${r.pins ? `  (${r.pins})` : ""}`
     ),
+    ...status.warnings.map((w) => `!!! ${w}`),
   ];
   io.stdout(lines.join("\n") + "\n");
   return 0;
@@ -71,6 +74,15 @@ function policyLine(policy: OsPolicy): string {
     `hidden; writes ${policy.write.join(", ")}, ${policy.denyWrite.length} protected files ` +
     `read-only; network ${policy.net.length ? policy.net.join(", ") : "none"}; unix sockets ` +
     `${unixSocketsAllowed(policy) ? "allowed" : "refused"}; uid ${policy.identity.uid} inside`;
+}
+
+/** Loud warnings for `private_mcps` npm packages without `integrity` (story 14.4 task 5). */
+function unpinnedPackages(mcps: Config["privateMcps"]): string[] {
+  return Object.entries(mcps).flatMap(([server, m]) =>
+    m.type === "stdio" && m.package && m.package.integrity === undefined
+      ? [unpinnedWarning(server, m.package)]
+      : []
+  );
 }
 
 function osSandboxLine(unconfined: boolean, path?: string): string {

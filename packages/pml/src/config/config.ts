@@ -1,10 +1,16 @@
 import { join } from "node:path";
 import { PmlError } from "../errors.ts";
 import type { Permissions } from "../permission/patterns.ts";
-import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "./defaults.ts";
+import {
+  DEFAULT_CLOUD_URL,
+  DEFAULT_LOCK_MAX_AGE_DAYS,
+  DEFAULT_PERMISSIONS,
+  DEFAULT_PORT,
+} from "./defaults.ts";
 import { type PmlFile, PmlFileSchema, type PrivateMcp } from "./schema.ts";
 import { readApiKey } from "./credentials.ts";
 import { within } from "./control_files.ts";
+import { byokValues } from "./dotenv.ts";
 import { requireSecureUrl } from "./secure_url.ts";
 import { realOrResolved, resolveWorkspace, type WorkspaceSource } from "./workspace.ts";
 import { contentHash, isTrusted } from "./trust_store.ts";
@@ -32,6 +38,11 @@ export interface Config {
   readonly registries: readonly string[];
   /** Names of BYOK variables the user makes available to cloud tools. */
   readonly byokEnv: readonly string[];
+  /**
+   * Their values: from the environment, else from the workspace `.env` (`dotenv.ts`). Only names
+   * of `byokEnv`; what cloud BYOK, sampling and stdio dependencies read keys from.
+   */
+  readonly byokValues: Readonly<Record<string, string>>;
   /** Extra sandbox grants (absolute real paths; net hosts). */
   readonly sandbox: {
     readonly read: readonly string[];
@@ -48,6 +59,8 @@ export interface Config {
     readonly unconfined: boolean;
   };
   readonly port: number;
+  /** Days without a use after which a lockfile pin is dropped on load (0: never; default 90). */
+  readonly lockMaxAgeDays: number;
   /**
    * Who answers an approval the client did not elicit: `agent` (`pml:continue` decides), `human`
    * (only the approval page or `pml approve`), or unset: human for shell, writes and installs,
@@ -246,6 +259,7 @@ export function loadConfig(
     privateMcps: file.private_mcps ?? {},
     registries: file.registries ?? [],
     byokEnv: file.env ?? [],
+    byokValues: byokValues(file.env ?? [], opts.env, workspace),
     sandbox: {
       read: (sandbox.read ?? []).map((p) => realOrResolved(workspace, p)),
       write: (sandbox.write ?? []).map((p) => realOrResolved(workspace, p)),
@@ -255,6 +269,7 @@ export function loadConfig(
       unconfined: sandbox.unconfined ?? false,
     },
     port: Number(opts.env.PML_PORT) || file.port || DEFAULT_PORT,
+    lockMaxAgeDays: file.lockfile?.maxAgeDays ?? DEFAULT_LOCK_MAX_AGE_DAYS,
     approvals: file.approvals,
     trust,
     pmlHome,

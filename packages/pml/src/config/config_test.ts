@@ -130,7 +130,7 @@ Deno.test("config: a registry entry pasted into private_mcps keeps ${workspace}/
   const spec = denoLaunch(meta, {
     dir: "/deps/memtwo",
     packageDir: "/deps/memtwo/node_modules/pkg",
-    integrity: meta.package!.integrity,
+    integrity: meta.package!.integrity!,
     bin: "/deps/memtwo/node_modules/pkg/dist/index.js",
   }, {
     workspace: ws.dir,

@@ -3,6 +3,12 @@ import type { Permissions } from "../permission/patterns.ts";
 /** The cloud used when `.pml.json` names none. Contacted only when `PML_API_KEY` is set. */
 export const DEFAULT_CLOUD_URL = "https://pml.casys.ai";
 
+/**
+ * Days after which a `.pml/mcp.lock` entry that no call has checked (or fetched) is dropped on
+ * load (story 14.7, task 11.3); `.pml.json` `lockfile.maxAgeDays` changes it, 0 keeps pins forever.
+ */
+export const DEFAULT_LOCK_MAX_AGE_DAYS = 90;
+
 /** Default port of `pml serve`. */
 export const DEFAULT_PORT = 3003;
 

@@ -31,7 +31,9 @@ export const PrivateMcpSchema = z.object({
     args: z.array(z.string()).default([]),
     envRequired: z.array(z.string()).default([]),
   }).optional(),
-  package: z.object({ name: z.string(), version: z.string(), integrity: z.string() }).optional(),
+  /** npm package; without `integrity` it runs with a warning (development, story 14.4 task 5). */
+  package: z.object({ name: z.string(), version: z.string(), integrity: z.string().optional() })
+    .optional(),
   permissions: z.object({
     read: z.array(z.string()).default([]),
     write: z.array(z.string()).default([]),
@@ -61,6 +63,8 @@ export const PmlFileSchema = z.object({
   registries: z.array(z.url({ message: "an http(s) URL" })).optional(),
   env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"))
     .optional(),
+  /** `.pml/mcp.lock` clean-up: days without a use after which a pin is dropped (0: never). */
+  lockfile: z.object({ maxAgeDays: z.number().int().min(0) }).partial().strict().optional(),
   sandbox: z.object({
     read: z.array(z.string()).default([]),
     write: z.array(z.string()).default([]),

@@ -40,8 +40,11 @@ export function npmInstallFailure(
         cache ? ` (${cache})` : ""
       } does not hold the package. To fix: run "npm cache add ${spec}" once on a network that ` +
         `reaches the npm registry (or call this tool again online, without npm's offline ` +
-        `setting), then retry; the pinned integrity ${pkg.integrity.slice(0, 19)}… is checked ` +
-        `either way. Nothing was installed.`,
+        `setting), then retry; ${
+          pkg.integrity
+            ? `the pinned integrity ${pkg.integrity.slice(0, 19)}… is checked either way`
+            : "no integrity is pinned for it (private_mcps, development)"
+        }. Nothing was installed.`,
       { details },
     );
   }

@@ -17,7 +17,8 @@ export const StdioMetadataSchema = z.object({
   package: z.object({
     name: z.string().min(1),
     version: z.string().min(1),
-    integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]+=*$/, 'an SRI hash "sha512-…"'),
+    /** Required, except in `private_mcps` (story 14.4 task 5: "warn but allow for dev"). */
+    integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]+=*$/, 'an SRI hash "sha512-…"').optional(),
   }).optional(),
   permissions: z.object({ read: names, write: names, net: names, env: names }).partial().default(
     {},
@@ -44,11 +45,23 @@ export interface DependencyTool {
   readonly inputSchema: Record<string, unknown>;
 }
 
-/** A pinned npm package, with the SRI integrity its tarball must have. */
+/**
+ * A pinned npm package, with the SRI integrity its tarball must have. Only a `private_mcps` entry
+ * may leave `integrity` out (development): npm's own check of the tarball against the registry's
+ * package document is then the only one, and `pml status` and every question say so.
+ */
 export interface PinnedPackage {
   readonly name: string;
   readonly version: string;
-  readonly integrity: string;
+  readonly integrity?: string;
+}
+
+/** The loud warning for a package without `integrity` (status, questions, install progress). */
+export function unpinnedWarning(server: string, pkg: PinnedPackage): string {
+  return `WARNING: ${server} installs ${pkg.name}@${pkg.version} with NO pinned integrity ` +
+    `(private_mcps.${server}.package has no "integrity": allowed for development only); ` +
+    `whatever tarball npm serves for that version runs. Add its "sha512-…" integrity ` +
+    `(npm view ${pkg.name}@${pkg.version} dist.integrity) to pin it`;
 }
 
 /**
@@ -115,6 +128,13 @@ export function parseStdioMetadata(server: string, raw: unknown, source: string)
     );
   }
   const m = parsed.data;
+  if (m.package && m.package.integrity === undefined && !source.startsWith(".pml.json")) {
+    throw new PmlError(
+      "METADATA_INVALID",
+      `Invalid metadata for "${server}" (${source}): field "package.integrity": required (only ` +
+        `a .pml.json private_mcps entry may leave it out, for development)`,
+    );
+  }
   const tools = m.tools.map((t): DependencyTool => {
     const name = typeof t === "string" ? t : t.name;
     const action = name.slice(name.indexOf(":") + 1); // "ns:action" (any ns: entries may be renamed)

@@ -114,6 +114,12 @@ Deno.test("pml:execute sandbox: paths outside the workspace stay refused through
     g.client,
     `return await mcp.filesystem.read_file({ path: "/etc/passwd" });`,
   );
-  assertEquals([body.isError, body.code], [true, "CODE_ERROR"]);
+  assertEquals([body.isError, body.code], [true, "PERMISSION_DENIED"]);
   assertMatch(body.message!, /outside the workspace/);
+  // Caught by the code, it is the tool's own error, with the same code.
+  const caught = await execute(
+    g.client,
+    `try { await mcp.filesystem.read_file({ path: "../x" }); } catch (e) { return e.code; }`,
+  );
+  assertEquals(caught.result, "PERMISSION_DENIED");
 });

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "../testing/assert.ts";
 import { FILESYSTEM_ALLOWED, gatewayFor, tempWorkspace } from "../testing/workspace.ts";
-import { execSandboxPids, execute, processExists } from "./_test_helpers.ts";
+import { callJson, execSandboxPids, execute, processExists } from "./_test_helpers.ts";
 
 const PERMS = {
   permissions: {
@@ -110,6 +110,35 @@ Deno.test("pml:execute: unknown tools, denied tools and thrown errors have their
   );
   assertEquals(toolError.code, "CODE_ERROR");
   assertMatch(toolError.message!, /no\.txt/);
+});
+
+Deno.test("pml:execute: bad arguments, its own or a nested call's, are INVALID_ARGUMENTS naming the value", async () => {
+  await using ws = tempWorkspace(PERMS);
+  await using g = await gatewayFor(ws);
+  const own = await callJson(g.client, "pml__execute", { code: 42 });
+  assertEquals([own.isError, own.code], [true, "INVALID_ARGUMENTS"]);
+  assertMatch(own.message!, /code must be a string .*got 42/);
+  const timeout = await execute(g.client, "return 1", { timeout_ms: "soon" });
+  assertEquals([timeout.code, timeout.message], [
+    "INVALID_ARGUMENTS",
+    'Invalid arguments for "pml:execute": timeout_ms must be a positive number, got "soon"',
+  ]);
+  for (const args of ["{}", "{ path: 5 }"]) {
+    const nested = await execute(g.client, `return await mcp.filesystem.read_file(${args});`);
+    assertEquals([nested.isError, nested.code], [true, "INVALID_ARGUMENTS"], nested.message);
+    assertMatch(
+      nested.message!,
+      /Invalid arguments for "filesystem:read_file": .*non-empty string/,
+    );
+  }
+  // Called directly, the same answer with the same code.
+  const direct = await g.client.callTool({ name: "filesystem__read_file", arguments: {} });
+  assertEquals(direct.isError, true);
+  assertEquals((direct.structuredContent as { code?: string }).code, "INVALID_ARGUMENTS");
+  // The ordinary call beside it still works.
+  ws.write("ok.txt", "fine");
+  const ok = await execute(g.client, `return await mcp.filesystem.read_file({ path: "ok.txt" });`);
+  assertEquals(ok.result, "fine");
 });
 
 Deno.test("pml:execute: each execution gets a fresh sandbox, never reused; one stays warm", async () => {

@@ -11,6 +11,8 @@ export type ExecuteErrorCode =
   | "PERMISSION_DENIED"
   | "CLOUD_UNREACHABLE"
   | "CODE_ERROR"
+  /** `pml:execute`'s own arguments, or a nested call's, that the tool cannot take. */
+  | "INVALID_ARGUMENTS"
   /** Server only: the code needs the package (it calls tools of the user's machine). */
   | "CLIENT_TOOLS_REQUIRE_PACKAGE";
 
@@ -20,6 +22,7 @@ export const CALL_ERROR_CODES: ReadonlySet<string> = new Set([
   "UNKNOWN_TOOL",
   "PERMISSION_DENIED",
   "CLOUD_UNREACHABLE",
+  "INVALID_ARGUMENTS",
 ]);
 
 /** One `mcp.*` call of an execution, as reported in the result. */

@@ -31,7 +31,7 @@ import { PROVIDERS } from "../sampling/llm_api.ts";
 function samplingEnv(config: Config): Record<string, string> {
   const out: Record<string, string> = {};
   for (const p of Object.values(PROVIDERS)) {
-    if (config.byokEnv.includes(p.key) && config.env[p.key]) out[p.key] = config.env[p.key];
+    if (config.byokValues[p.key]) out[p.key] = config.byokValues[p.key];
     if (config.env[p.base]) out[p.base] = config.env[p.base];
   }
   return out;
@@ -52,6 +52,8 @@ export function approvalMode(
   if (setting) return setting;
   if (request.type === "integrity") return "human";
   if (request.type === "dependency" || request.context.dependency !== undefined) return "human";
+  // A `.env` file's content would go to the model's provider (targets/std/secret_files.ts).
+  if (request.context.secret_file !== undefined) return "human";
   const tool = request.context.tool;
   return request.type === "tool_permission" && typeof tool === "string" &&
       HUMAN_BY_DEFAULT.has(tool)

@@ -21,6 +21,7 @@ import type { RoutingResolver } from "../routing/routing.ts";
 import {
   errorResult,
   fromCallToolResult,
+  invalidArguments,
   resultText,
   type SampleOptions,
   type Target,
@@ -226,7 +227,8 @@ export class Gateway {
     name: string = toolId,
   ): Promise<CallToolResult> {
     const args = rawArgs ?? {};
-    const notObject = () => errorResult(`Arguments of "${toolId}" must be a JSON object`);
+    const notObject = () =>
+      invalidArguments(toolId, `its arguments must be a JSON object, got ${JSON.stringify(args)}`);
     const meta = this.#meta.get(toolId);
     if (meta) return isObject(args) ? await meta.run(args, channel) : notObject();
     const found = await this.#targetFor(toolId);
@@ -245,7 +247,12 @@ export class Gateway {
     if (decision === "allow") return await this.#dispatch(target, toolId, args, channel);
     // One question: what the target would set up first (an install, its grants) is named in it,
     // and the install approval it covers is not asked again in this call.
-    const pre = await target.preflight?.(splitCall(toolId, args)).catch(() => undefined);
+    const answer = await target.preflight?.(splitCall(toolId, args)).catch(() => undefined);
+    if (answer && "refusal" in answer) {
+      const { code, message } = answer.refusal;
+      return errorResult(message, { status: "error", code, message });
+    }
+    const pre = answer;
     return await this.#deps.approvals.ask(
       {
         type: "tool_permission",

@@ -84,6 +84,8 @@ interface Pending {
   readonly records: [string, LockEntry][];
   readonly changes: IntegrityChange[];
   readonly bytes: Uint8Array[];
+  /** Pins found unchanged. */
+  readonly checked: string[];
 }
 
 /** See the module documentation. */
@@ -125,7 +127,13 @@ export class RegistryLoader {
     const lockedName = lock.entries().find(([n, e]) => e.type === "deno" && toolIdOf(n) === toolId)
       ?.[0];
     const fetched = await this.#fetchRoot(toolId, lockedName, lock);
-    const pending: Pending = { module: undefined!, records: [], changes: [], bytes: [] };
+    const pending: Pending = {
+      module: undefined!,
+      records: [],
+      changes: [],
+      bytes: [],
+      checked: [],
+    };
     const module = await this.#node(toolId, fetched, lock, pending, 0);
     const done = { ...pending, module };
     const remember = (m: LoadedModule) => {
@@ -330,6 +338,7 @@ export class RegistryLoader {
         ...(before ? { tools: diffDefinitions(before, defs) } : {}),
       });
     } else if (!locked.tools) p.records.push([f.name, entry]); // pinned before tools were
+    else p.checked.push(f.name); // unchanged: the pin is in use (lockfile clean-up by age)
     p.bytes.push(f.bytes);
     const deps: LoadedModule["deps"][number][] = [];
     for (const ref of scan.imports) {
@@ -423,6 +432,7 @@ export class RegistryLoader {
   async #commit(p: Pending & { module: LoadedModule }, toolId: string): Promise<LoadedModule> {
     for (const bytes of p.bytes) await this.#d.cache.put(bytes);
     const lock = await this.#d.lockfile();
+    for (const name of p.checked) await lock.markChecked(name, this.#now());
     for (const [name, entry] of p.records) {
       await lock.record(name, entry);
       const first = !p.changes.some((c) => c.name === name);

@@ -5,8 +5,9 @@
  * `proxyTo` target and declared `envRequired`; and for both the `tools` map: tool name → SHA-256 of
  * its definition (name, description, input schema), see `mcp_pins.ts`.
  *
- * Loaded once per session; entries no longer matched by `allow`/`ask` are dropped on load (the
- * next use fetches and records them again). Writes are atomic and serialised. A lockfile that does
+ * Loaded once per session; entries no longer matched by `allow`/`ask`, and entries no call has
+ * checked for 90 days (configurable), are dropped on load (the next use fetches and records them
+ * again). Writes are atomic and serialised. A lockfile that does
  * not parse is reported (`LOCKFILE_CORRUPT`), never silently replaced.
  *
  * @module
@@ -14,6 +15,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "../config/write_json.ts";
+import { DEFAULT_LOCK_MAX_AGE_DAYS } from "../config/defaults.ts";
 import { PmlError } from "../errors.ts";
 import { matchesPattern, type Permissions } from "../permission/patterns.ts";
 import { parseFqdn } from "./fqdn.ts";
@@ -29,8 +31,11 @@ const EntrySchema = z.object({
   type: z.enum(["deno", "stdio", "http"]),
   routing: z.enum(["client", "server"]),
   fetchedAt: z.string(),
-  /** stdio: the pinned npm package. */
-  package: z.object({ name: z.string(), version: z.string(), integrity: z.string() }).optional(),
+  /** When a call last found the pinned bytes unchanged (registry or verified cache); see `open`. */
+  checkedAt: z.string().optional(),
+  /** stdio: the pinned npm package (`integrity` left out only by a dev `private_mcps` entry). */
+  package: z.object({ name: z.string(), version: z.string(), integrity: z.string().optional() })
+    .optional(),
   /** http: where the server proxies calls, and the variables the MCP declares. */
   proxyTo: z.string().optional(),
   envRequired: z.array(z.string()).optional(),
@@ -58,51 +63,89 @@ export function lockEntryKept(
   return patterns.some((p) => p === "*" || p.split(":")[0] === namespace);
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** How the clean-up on load judges entries. */
+export interface LockCleanup {
+  /** `.pml.json` permissions: entries they no longer name are dropped. */
+  readonly permissions?: Permissions;
+  /** Days since an entry was last checked (or fetched) before it is dropped; 0: never. */
+  readonly maxAgeDays?: number;
+  readonly now?: number;
+}
+
 /** The lockfile of one workspace. Use {@link Lockfile.open}. */
 export class Lockfile {
   readonly path: string;
-  /** Names dropped by the clean-up on load. */
+  /** Names dropped by the clean-up on load because the permissions no longer name them. */
   readonly dropped: readonly string[];
+  /** Names dropped on load because no call checked them for `maxAgeDays`. */
+  readonly stale: readonly string[];
   #entries: Map<string, LockEntry>;
   #chain: Promise<void> = Promise.resolve();
 
-  private constructor(path: string, entries: Map<string, LockEntry>, dropped: string[]) {
+  private constructor(
+    path: string,
+    entries: Map<string, LockEntry>,
+    dropped: string[],
+    stale: string[],
+  ) {
     this.path = path;
     this.#entries = entries;
     this.dropped = dropped;
+    this.stale = stale;
   }
 
   /**
    * Reads the lockfile (an absent one is empty), drops entries the permissions no longer name and
-   * saves the result if anything was dropped.
+   * entries no call has checked for `maxAgeDays` (default {@link DEFAULT_LOCK_MAX_AGE_DAYS}), and
+   * saves the result if anything was dropped. A pin in use is checked on each call (its bytes
+   * against the registry's answer or the verified cache), which moves its `checkedAt`, so only
+   * pins nobody used for that long go; their next use fetches and pins them again.
    *
    * @throws {PmlError} `LOCKFILE_CORRUPT` when the file is not a valid lockfile.
    */
-  static async open(workspace: string, permissions?: Permissions): Promise<Lockfile> {
+  static async open(workspace: string, cleanup: LockCleanup = {}): Promise<Lockfile> {
     const path = lockfilePath(workspace);
     const entries = await readEntries(path);
     const dropped: string[] = [];
-    if (permissions) {
-      for (const [name, entry] of entries) {
-        let kept = false;
+    const stale: string[] = [];
+    const { permissions, maxAgeDays = DEFAULT_LOCK_MAX_AGE_DAYS, now = Date.now() } = cleanup;
+    for (const [name, entry] of entries) {
+      let kept = true;
+      if (permissions) {
         try {
           kept = lockEntryKept(name, entry.type, permissions);
-        } catch { /* an unparsable key is not kept */ }
-        if (!kept) {
-          entries.delete(name);
-          dropped.push(name);
+        } catch {
+          kept = false; // an unparsable key is not kept
         }
       }
+      if (!kept) dropped.push(name);
+      else if (maxAgeDays > 0 && !(now - lastChecked(entry) <= maxAgeDays * DAY_MS)) {
+        stale.push(name);
+      }
     }
-    const lock = new Lockfile(path, entries, dropped);
-    if (dropped.length) await lock.#save();
+    for (const name of [...dropped, ...stale]) entries.delete(name);
+    const lock = new Lockfile(path, entries, dropped, stale);
+    if (dropped.length || stale.length) await lock.#save();
     return lock;
+  }
+
+  /**
+   * Notes that a call found the pin of `name` unchanged at `now`. Saved at most once a day per
+   * entry, so that calls do not rewrite the lockfile.
+   */
+  async markChecked(name: string, now: number): Promise<void> {
+    const entry = this.#entries.get(name);
+    if (!entry || now - lastChecked(entry) < DAY_MS) return;
+    this.#entries.set(name, { ...entry, checkedAt: new Date(now).toISOString() });
+    await this.#save();
   }
 
   /** Reads without cleaning or writing (for `pml status`). */
   static async read(workspace: string): Promise<Lockfile> {
     const path = lockfilePath(workspace);
-    return new Lockfile(path, await readEntries(path), []);
+    return new Lockfile(path, await readEntries(path), [], []);
   }
 
   get(name: string): LockEntry | undefined {
@@ -129,6 +172,11 @@ export class Lockfile {
     this.#chain = next.catch(() => {});
     return next;
   }
+}
+
+/** When the entry was last checked or fetched (epoch ms; NaN for an unreadable date: stale). */
+function lastChecked(entry: LockEntry): number {
+  return Date.parse(entry.checkedAt ?? entry.fetchedAt);
 }
 
 async function readEntries(path: string): Promise<Map<string, LockEntry>> {

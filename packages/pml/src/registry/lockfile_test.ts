@@ -4,6 +4,8 @@ import { isPmlError } from "../errors.ts";
 import { Lockfile, lockfilePath } from "./lockfile.ts";
 
 const INTEGRITY = "sha256-" + "A".repeat(43) + "=";
+/** Yesterday: recent enough to be kept by the age clean-up. */
+const FETCHED_AT = new Date(Date.now() - 24 * 60 * 60 * 1000).toISOString();
 
 function entry(fqdn: string, type: "deno" | "stdio" = "deno") {
   return {
@@ -11,7 +13,7 @@ function entry(fqdn: string, type: "deno" | "stdio" = "deno") {
     integrity: INTEGRITY,
     type,
     routing: "client" as const,
-    fetchedAt: "2026-01-07T12:00:00.000Z",
+    fetchedAt: FETCHED_AT,
   };
 }
 
@@ -49,7 +51,7 @@ Deno.test("lockfile: entries no longer in allow/ask are dropped on load", () =>
     await lock.record("acme.tools.old.thing", entry("acme.tools.old.thing.ab12"));
     await lock.record("pml.mcp.memory.server", entry("pml.mcp.memory.server.cd34", "stdio"));
     const perms = { allow: ["greet:hello"], ask: ["memory:create_entities"], deny: [] };
-    const reopened = await Lockfile.open(ws, perms);
+    const reopened = await Lockfile.open(ws, { permissions: perms });
     assertEquals(reopened.dropped, ["acme.tools.old.thing"]);
     const file = JSON.parse(await Deno.readTextFile(lockfilePath(ws)));
     assertEquals(Object.keys(file.entries).sort(), [
@@ -63,7 +65,9 @@ Deno.test("lockfile: a corrupt file is reported and left as is", () =>
     await Deno.mkdir(join(ws, ".pml"));
     for (const text of ["{not json", JSON.stringify({ version: 2, entries: {} })]) {
       await Deno.writeTextFile(lockfilePath(ws), text);
-      const err = await assertRejects(() => Lockfile.open(ws, { allow: [], ask: [], deny: [] }));
+      const err = await assertRejects(() =>
+        Lockfile.open(ws, { permissions: { allow: [], ask: [], deny: [] } })
+      );
       assertEquals(isPmlError(err, "LOCKFILE_CORRUPT"), true, err.message);
       assertEquals(await Deno.readTextFile(lockfilePath(ws)), text);
     }
@@ -97,9 +101,65 @@ Deno.test("lockfile: pins of stdio, http and tools round-trip; a malformed pin i
     });
     await Deno.writeTextFile(lockfilePath(ws), text);
     const err = await assertRejects(() =>
-      Lockfile.open(ws, { allow: ["memory"], ask: [], deny: [] })
+      Lockfile.open(ws, { permissions: { allow: ["memory"], ask: [], deny: [] } })
     );
     assertEquals(isPmlError(err, "LOCKFILE_CORRUPT"), true, err.message);
     assertEquals(err.message.includes("tools.read_graph"), true, err.message);
     assertEquals(await Deno.readTextFile(lockfilePath(ws)), text);
+  }));
+
+Deno.test("lockfile: an entry fetched in 2020 and never checked since is dropped on load; checked ones stay", () =>
+  withDir(async (ws) => {
+    const now = Date.parse("2026-11-25T12:00:00.000Z");
+    const days = (n: number) => new Date(now - n * 24 * 60 * 60 * 1000).toISOString();
+    const lock = await Lockfile.open(ws);
+    await lock.record("acme.tools.old.thing", {
+      ...entry("acme.tools.old.thing.ab12"),
+      fetchedAt: "2020-03-01T00:00:00.000Z",
+    });
+    await lock.record("acme.tools.used.thing", {
+      ...entry("acme.tools.used.thing.ab12"),
+      fetchedAt: "2020-03-01T00:00:00.000Z",
+      checkedAt: days(10),
+    });
+    await lock.record("acme.tools.recent.thing", {
+      ...entry("acme.tools.recent.thing.ab12"),
+      fetchedAt: days(89),
+    });
+    await lock.record("acme.tools.bad.date", {
+      ...entry("acme.tools.bad.date.ab12"),
+      fetchedAt: "yesterday",
+    });
+    const perms = { allow: ["*"], ask: [], deny: [] };
+
+    const kept = await Lockfile.open(ws, { permissions: perms, maxAgeDays: 0, now });
+    assertEquals(kept.stale, [], "0 keeps every entry");
+
+    const reopened = await Lockfile.open(ws, { permissions: perms, now });
+    assertEquals([...reopened.stale].sort(), ["acme.tools.bad.date", "acme.tools.old.thing"]);
+    assertEquals(reopened.dropped, []);
+    const file = JSON.parse(await Deno.readTextFile(lockfilePath(ws)));
+    assertEquals(Object.keys(file.entries).sort(), [
+      "acme.tools.recent.thing",
+      "acme.tools.used.thing",
+    ]);
+
+    const shorter = await Lockfile.open(ws, { permissions: perms, maxAgeDays: 30, now });
+    assertEquals(shorter.stale, ["acme.tools.recent.thing"]);
+  }));
+
+Deno.test("lockfile: markChecked moves checkedAt, at most once a day", () =>
+  withDir(async (ws) => {
+    const lock = await Lockfile.open(ws);
+    const fetchedAt = "2026-01-01T00:00:00.000Z";
+    await lock.record("acme.tools.a.b", { ...entry("acme.tools.a.b.ab12"), fetchedAt });
+    const t = Date.parse("2026-11-25T12:00:00.000Z");
+    await lock.markChecked("acme.tools.a.b", t);
+    assertEquals(lock.get("acme.tools.a.b")?.checkedAt, new Date(t).toISOString());
+    await lock.markChecked("acme.tools.a.b", t + 60_000);
+    const file = JSON.parse(await Deno.readTextFile(lockfilePath(ws)));
+    assertEquals(file.entries["acme.tools.a.b"].checkedAt, new Date(t).toISOString());
+    assertEquals(file.entries["acme.tools.a.b"].fetchedAt, fetchedAt, "the first fetch is kept");
+    await lock.markChecked("acme.tools.missing", t); // no entry: nothing to note
+    assertEquals(lock.get("acme.tools.missing"), undefined);
   }));

@@ -205,7 +205,10 @@ export class McpPins {
       });
       return { kind: "same" };
     }
-    if (locked.integrity === d.integrity) return { kind: "same" };
+    if (locked.integrity === d.integrity) {
+      await lock.markChecked(name, (this.#d.now ?? Date.now)()); // in use: kept by the clean-up
+      return { kind: "same" };
+    }
     const old = await this.#document(locked.integrity);
     const lines = old === undefined
       ? [

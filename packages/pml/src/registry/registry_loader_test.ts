@@ -365,3 +365,45 @@ Deno.test("registry: a module's tool definitions are pinned; a changed __meta__ 
   const approved = JSON.parse(ws.read(".pml/mcp.lock")).entries["acme.tools.greet.hello"];
   assert(approved.tools.hello !== pinned.tools.hello, "the new definition is pinned");
 });
+
+Deno.test("registry: a pin unused for 90 days is dropped on load and pinned again; a pin in use is re-checked and kept; maxAgeDays 0 keeps it", async () => {
+  await using reg = await testRegistry();
+  await reg.publish("greet", "hello", V1);
+  await using ws = tempWorkspace(pmlJson([reg.url]));
+  const call = async (warn?: (l: string) => void) => {
+    await using g = await gatewayFor(ws, { registry: { fetch: reg.fetch, warn } });
+    return await g.client.callTool({ name: "greet:hello", arguments: {} });
+  };
+  assertEquals(textOf(await call()), "hello v1 you");
+  const setEntry = (fields: Record<string, string | undefined>) => {
+    const file = lock(ws);
+    const name = "acme.tools.greet.hello";
+    file.entries[name] = { ...file.entries[name], ...fields } as typeof file.entries[string];
+    ws.write(".pml/mcp.lock", JSON.stringify(file));
+  };
+  const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
+
+  // In use: fetched 60 days ago, checked on this call, so the clock starts again.
+  setEntry({ fetchedAt: daysAgo(60) });
+  assertEquals(textOf(await call()), "hello v1 you");
+  const checkedAt = Date.parse(
+    (lock(ws).entries["acme.tools.greet.hello"] as { checkedAt?: string }).checkedAt ?? "",
+  );
+  assert(Date.now() - checkedAt < 3_600_000, "checkedAt moved to this use");
+
+  // Fetched in 2020, never checked since, and the registry serves other code now: dropped on
+  // load, the next use pins what is served (as a first use), and stderr says why.
+  setEntry({ fetchedAt: "2020-03-01T00:00:00.000Z", checkedAt: undefined });
+  await reg.publish("greet", "hello", V2);
+  const warnings: string[] = [];
+  assertEquals(textOf(await call((l) => warnings.push(l))), "hello v2 you");
+  assertStringIncludes(warnings.join("\n"), "not used for 90 days");
+  assert(lock(ws).entries["acme.tools.greet.hello"].fetchedAt > "2026");
+
+  // With "lockfile": {"maxAgeDays": 0} the same old pin stays, and a change is an approval.
+  ws.write(".pml.json", JSON.stringify(pmlJson([reg.url], { lockfile: { maxAgeDays: 0 } })));
+  setEntry({ fetchedAt: "2020-03-01T00:00:00.000Z", checkedAt: undefined });
+  await reg.publish("greet", "hello", V1);
+  const asked = await call();
+  assertEquals((asked.structuredContent as Record<string, string>).approval_type, "integrity");
+});

@@ -1,6 +1,7 @@
 import { PmlError } from "../errors.ts";
 import { forEachLine } from "./_lines.ts";
 import { printable } from "./printable.ts";
+import { StderrTail } from "./_stderr_tail.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
 import { childPids, killWithChildren, processAlive, type ProcStat, procStat } from "../procfs.ts";
 import { unixSocketFilterFile } from "./seccomp.ts";
@@ -235,12 +236,18 @@ export class SandboxProcess {
     let markReady!: () => void;
     this.ready = new Promise((r) => (markReady = r));
     this.#readStdout(markReady);
-    this.#readStderr(opts.onStderr ?? ((line) => console.error(`[sandbox] ${printable(line)}`)));
+    const onStderr = opts.onStderr ??
+      ((line: string) => console.error(`[sandbox] ${printable(line)}`));
+    const tail = new StderrTail();
+    const stderrRead = this.#readStderr((line) => (tail.push(line), onStderr(line)));
     const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
     const pidWatch = spec.maxProcesses || spec.maxWriteMb
       ? this.#watchProcesses(spec.maxProcesses ?? Infinity, spec.maxWriteMb ?? Infinity)
       : undefined;
     this.exited = this.#child.status.then(async (status) => {
+      // What Deno said before it died (its last lines may still be in the pipe); a stray that
+      // keeps stderr open does not hold the answer back.
+      if (!status.success && !this.#exitReason) await settledWithin(stderrRead, 500);
       proxy?.close();
       await group?.remove();
       if (privateDenoDir) {
@@ -254,7 +261,7 @@ export class SandboxProcess {
       const why = this.#exitReason ||
         `the sandbox process exited (code ${status.code}${
           status.signal ? `, ${status.signal}` : ""
-        })`;
+        })${tail.reason() ? `: ${tail.reason()}` : ""}`;
       markReady();
       for (const [id, p] of this.#pending) {
         clearTimeout(p.timer);
@@ -634,4 +641,14 @@ function descendantCount(pid: number): number {
     }
   }
   return count;
+}
+
+/** Waits for `p` to settle, at most `ms` milliseconds. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    p.catch(() => {}),
+    new Promise((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
+  clearTimeout(timer);
 }

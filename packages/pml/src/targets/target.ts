@@ -78,6 +78,14 @@ export interface Preflight {
 }
 
 /**
+ * A target's answer that the call cannot run whatever the human says (a missing BYOK key, a
+ * missing required variable): the gateway answers it instead of asking.
+ */
+export interface PreflightRefusal {
+  readonly refusal: { readonly code: string; readonly message: string };
+}
+
+/**
  * Where a call runs (DESIGN §8). Implementations are named by mechanism: `StdTarget` (built-in
  * tools in a sandbox), `DenoModuleTarget`, `StdioTarget`, `CloudTarget`.
  */
@@ -88,8 +96,11 @@ export interface Target {
   /** True when this target runs `toolId`. */
   provides(toolId: string): Promise<boolean>;
   call(call: ToolCall, ctx: CallContext): Promise<CallToolResult>;
-  /** What the question about an `ask` tool should also say (and cover); see {@link Preflight}. */
-  preflight?(call: ToolCall): Promise<Preflight | undefined>;
+  /**
+   * What the question about an `ask` tool should also say (and cover), see {@link Preflight}; or
+   * that the call cannot run, answered before any question ({@link PreflightRefusal}).
+   */
+  preflight?(call: ToolCall): Promise<Preflight | PreflightRefusal | undefined>;
   /** Stops every process the target started. */
   close(): Promise<void>;
 }
@@ -137,6 +148,24 @@ export function errorResult(message: string, structured?: Record<string, unknown
     isError: true,
     ...(structured ? { structuredContent: structured } : {}),
   };
+}
+
+/**
+ * The failure of a call whose arguments the tool cannot take (wrong type, missing, not an object):
+ * code `INVALID_ARGUMENTS` (inside `pml:execute` too, where it becomes the execution's code when
+ * the code does not catch it), and a message that names the tool.
+ */
+export function invalidArguments(toolId: string, reason: string): CallToolResult {
+  const message = `Invalid arguments for "${toolId}": ${reason}`;
+  return errorResult(message, { status: "error", code: "INVALID_ARGUMENTS", message });
+}
+
+/**
+ * The failure of a call refused by a wall (a path outside the workspace, a control file): code
+ * `PERMISSION_DENIED`, inside `pml:execute` too.
+ */
+export function permissionDenied(message: string): CallToolResult {
+  return errorResult(message, { status: "error", code: "PERMISSION_DENIED", message });
 }
 
 /**

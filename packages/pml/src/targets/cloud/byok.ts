@@ -29,7 +29,8 @@ export function byokHeader(
       notListed.length
         ? `add ${notListed.map((v) => `"${v}"`).join(", ")} to "env" in .pml.json`
         : undefined,
-      `set ${names} in the environment pml runs in (for example the "env" of the pml entry in .mcp.json)`,
+      `set ${names} in the workspace's .env file or in the environment pml runs in (for example ` +
+      `the "env" of the pml entry in .mcp.json)`,
     ].filter(Boolean).join(" and ");
     throw new PmlError(
       "BYOK_MISSING",

@@ -6,6 +6,7 @@ import type { CallToolResult, Tool } from "../../sdk/types.ts";
 import {
   type CallContext,
   errorResult,
+  type PreflightRefusal,
   type Target,
   type ToolCall,
   type ToolInfo,
@@ -35,7 +36,7 @@ interface CloudTool {
 
 /** Dependencies of {@link CloudTarget}. */
 export interface CloudTargetDeps {
-  readonly config: Pick<Config, "cloudUrl" | "byokEnv" | "env">;
+  readonly config: Pick<Config, "cloudUrl" | "byokEnv" | "byokValues">;
   /** Routing; a `pending` sync is awaited (bounded) before refusing a namespace. */
   readonly routing: RoutingResolver & { readonly pending?: Promise<void> };
   /** Absent when no API key is set. */
@@ -152,6 +153,23 @@ export class CloudTarget implements Target {
     return this.#tools.has(toolId);
   }
 
+  /**
+   * Before the question about an `ask` cloud tool: a BYOK key it declares that is not available
+   * (not listed in `.pml.json` `env`, or set nowhere) is answered at once, not after an approval.
+   */
+  async preflight(call: ToolCall): Promise<PreflightRefusal | undefined> {
+    if (!this.#d.client || !this.#runsHere(call.toolId)) return undefined;
+    const declared = await this.#declaredEnv(call.toolId);
+    try {
+      byokHeader(call.toolId, declared, this.#d.config.byokEnv, this.#d.config.byokValues);
+    } catch (err) {
+      if (isPmlError(err, "BYOK_MISSING")) {
+        return { refusal: { code: err.code, message: err.message } };
+      }
+    }
+    return undefined;
+  }
+
   #runsHere(toolId: string): boolean {
     const routing = this.#d.routing;
     if (routing.routeOf(toolId) === "server") return true;
@@ -230,7 +248,7 @@ export class CloudTarget implements Target {
     const declaring = this.#d.client ? this.#declaredEnv(toolId) : Promise.resolve([]);
     return this.#withClient(async (client) => {
       const declared = await declaring;
-      const { byokEnv, env } = this.#d.config;
+      const { byokEnv, byokValues: env } = this.#d.config;
       const progress = channel.progress;
       return await client.callTool(this.#tools?.get(toolId)?.name ?? toolId, args, {
         byok: byokHeader(toolId, declared, byokEnv, env),
@@ -255,7 +273,7 @@ export class CloudTarget implements Target {
     const known = this.#d.client ? toolsUsed.filter((id) => this.#runsHere(id)) : [];
     const declaring = Promise.all(known.map((id) => this.#declaredEnv(id))); // overlaps the session
     return this.#withClient(async (client) => {
-      const { byokEnv, env } = this.#d.config;
+      const { byokEnv, byokValues: env } = this.#d.config;
       const needed = new Set<string>();
       const early = await declaring;
       const cloudTools = toolsUsed.filter((id) => this.#runsHere(id));

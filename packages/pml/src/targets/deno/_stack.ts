@@ -45,12 +45,22 @@ export function createRegistryStack(deps: {
   const cache = new ModuleCache(deps.config.pmlHome);
   let opened: Promise<Lockfile> | undefined;
   const lockfile = () => {
-    opened ??= Lockfile.open(deps.config.workspace, deps.permissions()).then((lock) => {
+    opened ??= Lockfile.open(deps.config.workspace, {
+      permissions: deps.permissions(),
+      maxAgeDays: deps.config.lockMaxAgeDays,
+      now: deps.now?.(),
+    }).then((lock) => {
       if (lock.dropped.length) {
         warn(
           `pml: debug: dropped from .pml/mcp.lock (no longer in allow/ask): ${
             lock.dropped.join(", ")
           }`,
+        );
+      }
+      if (lock.stale.length) {
+        warn(
+          `pml: debug: dropped from .pml/mcp.lock (not used for ${deps.config.lockMaxAgeDays} ` +
+            `days; pinned again on next use): ${lock.stale.join(", ")}`,
         );
       }
       return lock;

@@ -29,6 +29,7 @@ import {
   type SandboxSpec,
 } from "../../sandbox/sandbox_process.ts";
 import { type CallToolResult, CreateMessageRequestSchema } from "../../sdk/types.ts";
+import { refusalText } from "./_refusal.ts";
 import {
   type CallContext,
   errorResult,
@@ -255,9 +256,12 @@ export class DenoModuleTarget implements Target {
         });
       }
       if (violation) {
-        return errorResult(
-          `"${call.toolId}" was refused by the sandbox: ${(err as Error).message}`,
+        const why = refusalText(
+          (err as Error).message,
+          { source: module.source, ns: call.ns },
+          net,
         );
+        return errorResult(`"${call.toolId}" was refused by the sandbox: ${why}`);
       }
       if (err instanceof SandboxError || err instanceof PmlError) {
         return errorResult(`"${call.toolId}" failed: ${err.message}`);

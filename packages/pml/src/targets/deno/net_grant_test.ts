@@ -87,6 +87,10 @@ Deno.test("net grant: a registry module granted 127.0.0.1:PORT reaches it and is
   const refused = await t.get(t.b.port);
   assert(refused.isError, textOf(refused));
   assertStringIncludes(textOf(refused), "refused by the sandbox");
+  // In PML's words: the setting that grants it, not Deno's command-line flag.
+  assertStringIncludes(textOf(refused), `no network access to "127.0.0.1:${t.b.port}"`);
+  assertStringIncludes(textOf(refused), `add "127.0.0.1:${t.b.port}" to "sandbox.net"`);
+  assert(!textOf(refused).includes("--allow-net"), textOf(refused));
   assertEquals(t.b.seen, [], "no request reached the port that was not granted");
   assertStringIncludes(t.audit(), '"event":"sandbox_violation"');
   assertEquals(t.asked, [], "an allowed tool is not asked");

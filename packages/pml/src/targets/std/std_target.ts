@@ -20,6 +20,8 @@ import { sandboxEntry } from "../../paths.ts";
 import {
   type CallContext,
   errorResult,
+  invalidArguments,
+  permissionDenied,
   type Preflight,
   type Target,
   toCallToolResult,
@@ -27,6 +29,7 @@ import {
   type ToolInfo,
 } from "../target.ts";
 import { confinePath, type PathRoots, realPathForAccess } from "./confine.ts";
+import { secretReadQuestion } from "./secret_files.ts";
 
 type Access = "read" | "write" | "run";
 interface StdToolMeta {
@@ -260,7 +263,7 @@ export class StdTarget implements Target {
     });
   }
 
-  async call(call: ToolCall, _ctx: CallContext): Promise<CallToolResult> {
+  async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
     const meta = metaOf(call.ns, call.action);
     if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
     const args = { ...call.args };
@@ -276,13 +279,40 @@ export class StdTarget implements Target {
     } catch (err) {
       if (isPmlError(err, "PATH_OUTSIDE_WORKSPACE")) {
         await this.#audit.write("path_blocked", { tool: call.toolId, ...err.details });
+        return permissionDenied(err.message);
       } else if (isPmlError(err, "CONTROL_FILE")) {
         await this.#audit.write("control_file_blocked", { tool: call.toolId, ...err.details });
+        return permissionDenied(err.message);
       } else if (isPmlError(err, "PROTECTED_FILE")) {
         await this.#audit.write("protected_file_blocked", { tool: call.toolId, ...err.details });
+        return permissionDenied(err.message);
       }
+      if (err instanceof TypeError) return invalidArguments(call.toolId, err.message);
       return errorResult(err instanceof Error ? err.message : String(err));
     }
+    const secret = secretReadQuestion(call.toolId, args, call.args, this.#config.workspace);
+    if (secret) {
+      return await ctx.ask(secret, async (decision, by) => {
+        if (decision !== "no") return await this.#run(call, meta, args);
+        await this.#audit.write("permission_denied", {
+          tool: call.toolId,
+          by,
+          file: secret.context.secret_file,
+        });
+        return errorResult(
+          `Permission denied: reading "${secret.context.secret_file}" was refused`,
+        );
+      });
+    }
+    return await this.#run(call, meta, args);
+  }
+
+  /** Runs a confined (and, for a `.env` read, approved) call in its sandbox. */
+  async #run(
+    call: ToolCall,
+    meta: StdToolMeta,
+    args: Record<string, unknown>,
+  ): Promise<CallToolResult> {
     let unconfinedNote = "";
     if (meta.access === "run") {
       const os = this.#osSandbox();
@@ -329,6 +359,10 @@ export class StdTarget implements Target {
       if (err instanceof SandboxError && VIOLATIONS.has(err.name)) {
         await this.#audit.write("sandbox_violation", { tool: call.toolId, message: err.message });
         return errorResult(`"${call.toolId}" was refused by the sandbox: ${err.message}`);
+      }
+      // The std modules check their arguments and throw a TypeError naming the bad one.
+      if (err instanceof SandboxError && err.name === "TypeError") {
+        return invalidArguments(call.toolId, err.message);
       }
       if (err instanceof SandboxError || err instanceof PmlError) {
         return errorResult(`"${call.toolId}" failed: ${err.message}`);

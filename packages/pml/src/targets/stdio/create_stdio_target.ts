@@ -89,7 +89,8 @@ export function createStdioTarget(
     audit: deps.audit,
     routing: deps.routing,
     workspace: config.workspace,
-    env: config.env,
+    // The BYOK keys `.pml.json` lists may come from the workspace `.env` (config/dotenv.ts).
+    env: { ...config.env, ...config.byokValues },
     depsDir: opts.depsDir ?? join(config.workspace, ".pml", "deps"),
     denoPath: opts.denoPath ?? Deno.execPath(),
     denoDir: join(config.pmlHome, "deno"),

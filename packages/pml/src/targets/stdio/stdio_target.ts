@@ -13,7 +13,7 @@ import {
   unconfinedNote,
 } from "../../deps/launch.ts";
 import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
-import type { DependencyMeta, MetadataSource } from "../../deps/metadata.ts";
+import { type DependencyMeta, type MetadataSource, unpinnedWarning } from "../../deps/metadata.ts";
 import { describeDenoGrants, withNetGrants } from "../../deps/grants.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../permission/approvals.ts";
@@ -29,6 +29,7 @@ import {
   type CallContext,
   errorResult,
   type Preflight,
+  type PreflightRefusal,
   type Target,
   type ToolCall,
   type ToolInfo,
@@ -256,15 +257,29 @@ export class StdioTarget implements Target {
    * next (a first install or first run), so that one question names both. `undefined` when nothing
    * would be asked (installed already, or the call is refused before any question).
    */
-  async preflight(call: ToolCall): Promise<Preflight | undefined> {
+  async preflight(call: ToolCall): Promise<Preflight | PreflightRefusal | undefined> {
     const meta = await this.#meta(call.ns).catch(() => undefined);
-    if (!meta || missingEnv(meta, this.#d.env).length || this.#wallRefusal(meta)) return undefined;
-    if (this.#ready.get(meta.server)?.pin === pinOf(meta)) return undefined;
-    if (await this.#recorded(meta).catch(() => "refused")) return undefined;
+    if (!meta) return undefined;
+    const missing = missingEnv(meta, this.#d.env);
+    // Nothing to ask about: the call cannot run without the variable, whatever the answer.
+    if (missing.length) {
+      return {
+        refusal: { code: "api_key_required", message: missingEnvMessage(meta.server, missing) },
+      };
+    }
+    if (this.#wallRefusal(meta)) return undefined;
+    const warning = unpinnedOf(meta);
+    // Installed already: nothing to set up, but an unpinned package is said in every question.
+    const installed: Preflight | undefined = warning
+      ? { description: warning + ".", context: { warning } }
+      : undefined;
+    if (this.#ready.get(meta.server)?.pin === pinOf(meta)) return installed;
+    if (await this.#recorded(meta).catch(() => "refused")) return installed;
     const request = this.#dependencyRequest(meta);
     const { what, grants } = this.#whatRuns(meta);
     return {
-      description: `Its first use ${meta.package ? "installs" : "runs"} ${what} (${grants}).`,
+      description: (warning ? `${warning}. ` : "") +
+        `Its first use ${meta.package ? "installs" : "runs"} ${what} (${grants}).`,
       context: { dependency: request.context },
       covers: request,
     };
@@ -374,10 +389,13 @@ export class StdioTarget implements Target {
    */
   #dependencyRequest(meta: DependencyMeta): ApprovalRequest {
     const { what, grants } = this.#whatRuns(meta);
+    const warning = unpinnedOf(meta);
     return {
       type: "dependency",
-      description: meta.package ? `Install ${what} (${grants})?` : `Run ${what}? (${grants})`,
+      description: (warning ? `${warning}. ` : "") +
+        (meta.package ? `Install ${what} (${grants})?` : `Run ${what}? (${grants})`),
       context: {
+        ...(warning ? { warning } : {}),
         server: meta.server,
         fqdn: meta.fqdn,
         package: meta.package,
@@ -404,7 +422,8 @@ export class StdioTarget implements Target {
     }
     return {
       what: `${meta.server}@${pkg.version}`,
-      grants: `npm package ${pkg.name}@${pkg.version}, integrity ${pkg.integrity}; ` +
+      grants:
+        `npm package ${pkg.name}@${pkg.version}, integrity ${pkg.integrity ?? "NOT PINNED"}; ` +
         `run under Deno with only these grants: ${describeDenoGrants(meta)}`,
     };
   }
@@ -452,7 +471,7 @@ export class StdioTarget implements Target {
     const pkg = meta.package;
     if (
       rec?.mode !== "deno" || rec.package !== pkg.name || rec.version !== pkg.version ||
-      rec.integrity !== pkg.integrity
+      (pkg.integrity !== undefined && rec.integrity !== pkg.integrity)
     ) {
       return undefined;
     }
@@ -660,8 +679,15 @@ export function metadataPin(meta: DependencyMeta): MetadataPin {
   };
 }
 
+/** The loud warning for a package without pinned integrity (private_mcps, development), if any. */
+function unpinnedOf(meta: DependencyMeta): string | undefined {
+  return meta.package && meta.package.integrity === undefined
+    ? unpinnedWarning(meta.server, meta.package)
+    : undefined;
+}
+
 function pinOf(meta: DependencyMeta): string {
   return meta.package
-    ? `${meta.package.name}@${meta.package.version}#${meta.package.integrity}`
+    ? `${meta.package.name}@${meta.package.version}#${meta.package.integrity ?? "unpinned"}`
     : JSON.stringify([meta.command, ...meta.args]);
 }

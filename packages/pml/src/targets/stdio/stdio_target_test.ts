@@ -190,6 +190,24 @@ Deno.test("env: a missing required variable is a clear error; the process gets o
   assertEquals(JSON.parse(textOf(env)), { ALLOWED_VAR: "visible" });
 });
 
+Deno.test("env: a missing required variable of an ask tool is the answer before any question", async () => {
+  const weather = privateMemory({
+    install: { ...(MEMORY.install as object), envRequired: ["WEATHER_API_KEY"] },
+  });
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["weather"], deny: [] },
+    private_mcps: { weather },
+  });
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, { stdio, elicit: (m) => (asked.push(m), "yes") });
+  const missing = await g.client.callTool({ name: "weather:read_graph", arguments: {} });
+  assert(missing.isError);
+  assertStringIncludes(textOf(missing), "weather requires WEATHER_API_KEY");
+  assertEquals((missing.structuredContent as Record<string, unknown>).code, "api_key_required");
+  assertEquals(asked, [], "nothing was asked");
+  assertEquals(exists(join(ws.dir, ".pml", "approvals")), false, "nothing waits for a human");
+});
+
 Deno.test("filesystem server under Deno: works in the workspace; Deno's grants hold even if the server's own check would pass", async () => {
   const fs = catalogueEntry("filesystem");
   await using ws = tempWorkspace();
@@ -256,4 +274,49 @@ Deno.test("filesystem server under Deno: works in the workspace; Deno's grants h
   assert(!textOf(sandboxed).includes("secret"));
   // Deno refuses the server even a look at the temp root, so it does not start at all.
   assertStringIncludes(textOf(sandboxed), `Cannot access directory ${ws.root}`);
+});
+
+Deno.test("private package without integrity: runs (development) with a loud warning in pml status and in every question", async () => {
+  const { integrity: _, ...unpinned } = PKG;
+  await using ws = tempWorkspace({
+    permissions: { allow: [], ask: ["memory"], deny: [] },
+    private_mcps: { memory: privateMemory({ package: unpinned }) },
+  });
+  const status = await pml(ws, "status");
+  assertEquals(status.code, 0, status.stderr);
+  assertStringIncludes(status.stdout, `!!! WARNING: memory installs ${PKG.name}@${PKG.version}`);
+  assertStringIncludes(status.stdout, "NO pinned integrity");
+  const json = JSON.parse((await pml(ws, "status", "--json")).stdout);
+  assertEquals(json.warnings.length, 1);
+
+  const asked: string[] = [];
+  await using g = await gatewayFor(ws, { stdio, elicit: (m) => (asked.push(m), "yes") });
+  for (let i = 0; i < 2; i++) {
+    const r = await g.client.callTool({ name: "memory__read_graph", arguments: {} });
+    assert(!r.isError, textOf(r));
+    assertStringIncludes(textOf(r), "entities");
+  }
+  assertEquals(asked.length, 2, asked.join("\n"));
+  for (const q of asked) assertStringIncludes(q, "NO pinned integrity");
+  assertStringIncludes(asked[0], "integrity NOT PINNED");
+  const deps = JSON.parse(ws.read(".pml/deps.json"));
+  assertEquals(deps.installed.memory.integrity, PKG.integrity, "npm's integrity is recorded");
+});
+
+Deno.test("a registry's or the catalogue's stdio metadata without integrity is still refused", async () => {
+  const { parseStdioMetadata } = await import("../../deps/metadata.ts");
+  const { integrity: _, ...unpinned } = PKG;
+  let message = "";
+  try {
+    parseStdioMetadata("memory", { ...MEMORY, package: unpinned }, "registry/mcp/memory.json");
+  } catch (err) {
+    message = (err as Error).message;
+  }
+  assertStringIncludes(message, 'field "package.integrity": required');
+  const meta = parseStdioMetadata(
+    "memory",
+    { ...MEMORY, package: unpinned },
+    ".pml.json private_mcps.memory",
+  );
+  assertEquals(meta.package?.integrity, undefined);
 });
