@@ -88,8 +88,8 @@ export function describeServer(s: ImportedServer, where: string): string {
   if (s.kind === "npm" && s.package) {
     lines.push(
       `  kind:     npm package, pinned: ${s.package.name}@${s.package.version} (${
-        s.package.integrity.slice(0, 23)
-      }…)`,
+        s.package.integrity ? `${s.package.integrity.slice(0, 23)}…` : "NO integrity pinned"
+      })`,
       `  runs:     under Deno in the OS sandbox; network only while PML installs it`,
     );
   } else if (s.kind === "command") {
