@@ -22,7 +22,7 @@ Deno.test("launch: an npm server with sandbox.net reaches its hosts through the 
   const spec = denoLaunch(meta, {
     dir: "/deps/mem",
     packageDir: "/deps/mem/node_modules/pkg",
-    integrity: meta.package!.integrity,
+    integrity: meta.package!.integrity!,
     bin: "/deps/mem/node_modules/pkg/dist/index.js",
   }, {
     workspace: ws.dir,
