@@ -187,3 +187,20 @@ Deno.test("trust: pml init trusts the file it writes, not one it keeps", async (
   assertStringIncludes(kept.stdout, "`pml trust`");
   assertEquals(testConfig(other).trust.state, "untrusted");
 });
+
+Deno.test("trust: lockfile.maxAgeDays below the default widens (pins re-pinned unasked sooner); 0 or more narrows and applies", async () => {
+  await using ws = tempWorkspace();
+  cloned(ws, { lockfile: { maxAgeDays: 1 } });
+  const short = testConfig(ws);
+  assertEquals(short.trust.state, "untrusted");
+  assertStringIncludes(short.trust.widens.join("\n"), "lockfile.maxAgeDays 1");
+  assertEquals(short.lockMaxAgeDays, 90, "the default until a human trusts it");
+  for (const days of [0, 365]) {
+    cloned(ws, { lockfile: { maxAgeDays: days } });
+    const c = testConfig(ws);
+    assertEquals(c.trust.state, "narrow");
+    assertEquals(c.lockMaxAgeDays, days);
+  }
+  cloned(ws, { lockfile: { maxAgeDays: 0 }, env: ["OPENAI_API_KEY"] });
+  assertEquals(testConfig(ws).lockMaxAgeDays, 0, "kept while the rest waits for trust");
+});

@@ -8,13 +8,19 @@
  * write grants outside the workspace, `sandbox.net`, `sandbox.unconfined`, `sandbox.sshAgent`, any
  * `private_mcps` entry (it runs a command or code that came with the folder), `registries`, a
  * `workspace` outside the folder, a `cloudUrl` other than the default (the API key is sent there),
- * `env` (BYOK variables sent to cloud tools).
+ * `env` (BYOK variables sent to cloud tools), a `lockfile.maxAgeDays` below the default (pins
+ * dropped, then re-pinned without a question, sooner).
  *
  * @module
  */
 import { within } from "./control_files.ts";
 import { realOrResolved } from "./workspace.ts";
-import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, FILESYSTEM_READ_TOOLS } from "./defaults.ts";
+import {
+  DEFAULT_CLOUD_URL,
+  DEFAULT_LOCK_MAX_AGE_DAYS,
+  DEFAULT_PERMISSIONS,
+  FILESYSTEM_READ_TOOLS,
+} from "./defaults.ts";
 import type { PmlFile } from "./schema.ts";
 
 const READS: ReadonlySet<string> = new Set(FILESYSTEM_READ_TOOLS);
@@ -62,7 +68,19 @@ export function wideningOf(file: PmlFile, folder: string): string[] {
     file.cloudUrl.replace(/\/+$/, "") !== DEFAULT_CLOUD_URL
   ) out.push(`cloudUrl "${file.cloudUrl}" (receives your PML API key)`);
   for (const name of file.env ?? []) out.push(`env "${name}" (sent to cloud tools)`);
+  if (shortensPins(file)) {
+    out.push(
+      `lockfile.maxAgeDays ${file.lockfile!.maxAgeDays} (pins dropped sooner than the default ` +
+        `${DEFAULT_LOCK_MAX_AGE_DAYS} days, then pinned again without a question)`,
+    );
+  }
   return out;
+}
+
+/** A `lockfile.maxAgeDays` below the default: pins are dropped (and re-pinned unasked) sooner. */
+function shortensPins(file: PmlFile): boolean {
+  const days = file.lockfile?.maxAgeDays;
+  return days !== undefined && days !== 0 && days < DEFAULT_LOCK_MAX_AGE_DAYS;
 }
 
 /**
@@ -83,6 +101,7 @@ export function narrowedFile(file: PmlFile): PmlFile {
     ...kept,
     ...(file.approvals === "human" ? { approvals: "human" as const } : {}),
     ...(file.sandbox?.deny?.length ? { sandbox: { deny: [...file.sandbox.deny] } } : {}),
+    ...(file.lockfile && !shortensPins(file) ? { lockfile: { ...file.lockfile } } : {}),
     permissions: {
       allow: [...DEFAULT_PERMISSIONS.allow],
       ask: [...new Set([...DEFAULT_PERMISSIONS.ask, ...(file.permissions?.ask ?? [])])],
