@@ -32,9 +32,11 @@ export interface HumanDetail {
 }
 
 /**
- * Asks through MCP elicitation; resolves to the human's decision (`decline` → `no`). When nobody
- * decided (the client answered `cancel`, the request failed, or no answer came in time) it throws
- * {@link ElicitationUnanswered}, and the approval falls back to `approval_required` (DESIGN §12).
+ * Asks through MCP elicitation; resolves to the human's decision (`decline` → `no`). A `decline`
+ * faster than a person can answer throws {@link ElicitationDeclinedByClient} (a no, given by the
+ * client). When nobody decided (the client answered `cancel`, the request failed, or no answer came
+ * in time) it throws {@link ElicitationUnanswered}, and the approval falls back to
+ * `approval_required` (DESIGN §12).
  */
 export type Elicit = (request: ApprovalRequest) => Promise<ApprovalDecision>;
 
