@@ -31,7 +31,9 @@ export async function connectStdio(
     command?: string;
     args?: string[];
   } = {},
-): Promise<Client & AsyncDisposable & { readonly pid: number }> {
+): Promise<
+  Client & AsyncDisposable & { readonly pid: number; readonly stderr: () => string }
+> {
   const transport = new StdioClientTransport({
     command: opts.command ?? PML_BIN,
     args: opts.args ?? ["stdio"],
@@ -51,9 +53,16 @@ export async function connectStdio(
     }));
   }
   await client.connect(transport);
+  // What pml tells the human (its stderr: the client's MCP log), read as it comes.
+  let stderr = "";
+  const decoder = new TextDecoder();
+  transport.stderr?.on("data", (chunk: Uint8Array) => {
+    stderr += decoder.decode(chunk, { stream: true });
+  });
   return Object.assign(client, {
     [Symbol.asyncDispose]: () => client.close(),
     pid: transport.pid!,
+    stderr: () => stderr,
   });
 }
 

@@ -12,6 +12,7 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
+import { pml } from "../../packages/pml/src/testing/cli.ts";
 import { startCloud, startUpstream } from "./_cloud.ts";
 import { spawnServe } from "./_serve.ts";
 import { childPids, connectStdio, processAlive } from "./_spawn.ts";
@@ -176,4 +177,53 @@ Deno.test("e2e serve: a pending approval is answered only by the session that wa
   });
   assert(!done.isError);
   assertEquals(ws.read("w.txt"), "from A");
+});
+
+Deno.test("e2e serve and stdio agree: a call a human approved is continued from another MCP session (HTTP) or another pml process (stdio), once", async () => {
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
+  });
+  const approve = async (id: string) => {
+    const out = await pml(ws, "approve", id);
+    assertEquals(out.code, 0, out.stderr);
+  };
+  const ask = async (client: Client, path: string) => {
+    const r = await client.callTool({
+      name: "filesystem__write_file",
+      arguments: { path, content: path },
+    });
+    const body = r.structuredContent as { status: string; workflow_id: string };
+    assertEquals(body.status, "approval_required", JSON.stringify(r));
+    return body.workflow_id;
+  };
+  const cont = (client: Client, id: string) =>
+    client.callTool({ name: "pml__continue", arguments: { workflow_id: id, decision: "yes" } });
+
+  // HTTP: session A asks, the human approves, session B (a client that reconnected) continues.
+  {
+    await using serve = await spawnServe(ws);
+    let id: string;
+    {
+      await using a = await connectHttp(serve.url);
+      id = await ask(a, "http.txt");
+    }
+    await approve(id);
+    await using b = await connectHttp(serve.url);
+    const done = await cont(b, id);
+    assert(!done.isError, JSON.stringify(done));
+    assertEquals(ws.read("http.txt"), "http.txt");
+    assert((await cont(b, id)).isError, "answered once");
+  }
+  // stdio: one pml asks, the human approves, the next pml continues.
+  let id: string;
+  {
+    await using first = await connectStdio(ws);
+    id = await ask(first, "stdio.txt");
+  }
+  await approve(id);
+  await using second = await connectStdio(ws);
+  const done = await cont(second, id);
+  assert(!done.isError, JSON.stringify(done));
+  assertEquals(ws.read("stdio.txt"), "stdio.txt");
+  assert((await cont(second, id)).isError, "answered once");
 });

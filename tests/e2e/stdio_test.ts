@@ -114,12 +114,15 @@ Deno.test("e2e stdio: deny honoured; a write waits for the human: the agent's pm
   const body = pending.structuredContent as Record<string, string>;
   assertEquals(body.status, "approval_required");
   assertEquals(body.approval_mode, "human");
-  assertStringIncludes(body.approval_url, "http://127.0.0.1:");
+  assertEquals(body.approval_url, undefined, "no link in the agent's hands");
+  assertStringIncludes(body.message, `pml approve ${body.workflow_id}`);
   const early = await client.callTool({
     name: "pml__continue",
     arguments: { workflow_id: body.workflow_id, decision: "always" },
   });
-  assertStringIncludes(text(early), "waiting for the human at http://127.0.0.1:");
+  assertStringIncludes(text(early), "waiting for a human");
+  assertStringIncludes(text(early), body.workflow_id);
+  assert(!/http:|token/.test(JSON.stringify(early)), JSON.stringify(early));
   assert(!(await Deno.stat(join(ws.dir, "a.txt")).catch(() => false)), "not written by the agent");
 
   // The human, in a terminal, while pml stdio runs.

@@ -56,7 +56,9 @@ export function functionResponses(request: GeminiRequest): Map<string, string> {
 }
 
 /** A step, or a function of the turn's request (to use what the previous calls returned). */
-export type ScriptedStep = GeminiStep | ((request: GeminiRequest) => GeminiStep);
+export type ScriptedStep =
+  | GeminiStep
+  | ((request: GeminiRequest) => GeminiStep | Promise<GeminiStep>);
 
 /** Starts the API with `steps` answered in order; later turns get "done". */
 export function startGeminiApi(steps: ScriptedStep[]): GeminiApi {
@@ -72,7 +74,7 @@ export function startGeminiApi(steps: ScriptedStep[]): GeminiApi {
     if (request.tools?.length) {
       turns.push(request);
       const next = queue.shift() ?? { text: "done" };
-      const step = typeof next === "function" ? next(request) : next;
+      const step = typeof next === "function" ? await next(request) : next;
       parts = "calls" in step
         ? step.calls.map((c) => ({ functionCall: { name: c.name, args: c.args } }))
         : [{ text: step.text }];

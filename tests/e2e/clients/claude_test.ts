@@ -385,9 +385,13 @@ Deno.test("claude -p: an `ask` write, whose elicitation print mode leaves unansw
   // Claude Code declares elicitation but answers it without anyone in print mode.
   assertStringIncludes(run.debug, "Elicitation request received in print mode", run.why);
   assertStringIncludes(first, '"approval_required"', `not a refusal: ${first}`);
-  assertStringIncludes(first, '"approval_url":"http://127.0.0.1:');
+  // The model gets the id and how a human answers, never a link to the page.
+  assertStringIncludes(first, `pml approve ${id}`);
+  assert(!/approval_url|token|http:\/\//.test(first), first);
   assert(!/refused/i.test(first), first);
-  assertStringIncludes(early, "waiting for the human at http://127.0.0.1:");
+  assertStringIncludes(early, "waiting for a human");
+  assertStringIncludes(early, `pml approve ${id}`);
+  assert(!/token|http:\/\//.test(early), early);
   assertStringIncludes(approved, `${id}: yes`);
   assertRanOk(run, api);
   const continued = resultsByTool(api.turns(), 3).get("mcp__pml__pml__continue")!;
@@ -439,10 +443,21 @@ Deno.test("claude -p: an Elicitation hook answers PML's question in place: yes w
   assertRanOk(run2, api2);
   const refused = resultsByTool(api2.turns(), 1).get("mcp__pml__filesystem__write_file")!;
   assert(refused.isError, refused.text);
-  assertStringIncludes(refused.text, "refused");
+  assertStringIncludes(refused.text, "Permission denied");
   assert(!(await Deno.stat(join(ws.dir, "no.txt")).catch(() => undefined)), "not written");
-  const audit = await Deno.readTextFile(join(ws.dir, ".pml/audit.log"));
-  assertStringIncludes(audit, '"by":"user"', "a decline is the user's no");
+  // A hook answers at once: still a no, but audited as the client's, with how long it took
+  // (docs/approvals.md: a decline under 1.5 s is nobody's reading of the question).
+  const audit = (await Deno.readTextFile(join(ws.dir, ".pml/audit.log"))).trim().split("\n")
+    .map((l) => JSON.parse(l));
+  const decided = audit.find((l) => l.event === "approval_decided" && l.decision === "no");
+  assert(decided, JSON.stringify(audit));
+  if (decided.by === "client") {
+    assert(decided.declined_in_ms < 1500, JSON.stringify(decided));
+    assertStringIncludes(refused.text, "the client declined the question in");
+  } else {
+    assertEquals(decided.by, "user", JSON.stringify(decided));
+    assertStringIncludes(refused.text, "the user refused");
+  }
   assertHermetic(api, trap);
   assertHermetic(api2, trap);
 });

@@ -357,7 +357,7 @@ Deno.test("codex exec without an approval flag: the cloud's pure tools (json, ma
   assertHermetic(api, trap);
 });
 
-Deno.test("codex exec --dangerously-bypass-approvals-and-sandbox: Codex declines PML's elicitation unasked, which PML takes as a no; pml:execute with two local tools", async () => {
+Deno.test("codex exec --dangerously-bypass-approvals-and-sandbox: Codex declines PML's elicitation unasked: a no, reported as the client's, not the user's; pml:execute with two local tools", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
     permissions: {
@@ -384,10 +384,18 @@ Deno.test("codex exec --dangerously-bypass-approvals-and-sandbox: Codex declines
   const run = await runCodex(ws, api, trap);
   assertEquals(run.code, 0, run.out);
   assertEquals(api.turns.length, 3, run.out);
-  // Codex answers `decline` at once: on the wire that is a refusal, and PML writes nothing.
+  // Codex answers `decline` at once: still a no, and PML writes nothing, but the result and the
+  // audit say that the client declined (in how many ms) and that nobody was asked.
   const refused = callOutputs(api.turns[1]).get("filesystem__write_file") ?? "";
-  assertStringIncludes(refused, "the user refused");
+  assertStringIncludes(refused, "the client declined the question in");
+  assertStringIncludes(refused, "nobody was asked");
+  assert(!refused.includes("the user refused"), refused);
   assert(!(await Deno.stat(join(ws.dir, "out.txt")).catch(() => false)), "nothing written");
+  const audit = ws.read(".pml/audit.log").trim().split("\n").map((l) => JSON.parse(l));
+  const decided = audit.find((l) => l.event === "approval_decided");
+  assertEquals([decided?.by, decided?.decision, decided?.via], ["client", "no", "elicitation"]);
+  assert(typeof decided?.declined_in_ms === "number", JSON.stringify(decided));
+  assert(!audit.some((l) => l.by === "user"), JSON.stringify(audit));
   const executed = JSON.parse(
     /\{"status".*\}/s.exec(callOutputs(api.turns[2]).get("pml__execute") ?? "")?.[0] ?? "{}",
   );

@@ -282,6 +282,52 @@ Deno.test("gemini -p: an ask write answers approval_required (Gemini declares no
   assertHermetic(api, trap);
 });
 
+Deno.test("gemini -p: a write waits for the human; the text Gemini gives the model names the approval id and `pml approve ID`, never a link; after `pml approve` in a terminal the model's pml__continue writes", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem:read_file"], ask: ["filesystem:write_file"], deny: [] },
+  });
+  let first = "";
+  let early = "";
+  let id = "";
+  const cont = () => ({
+    calls: [{ name: tool("pml__continue"), args: { workflow_id: id, decision: "yes" } }],
+  });
+  const steps: ScriptedStep[] = [
+    { calls: [{ name: tool("filesystem__write_file"), args: { path: "out.txt", content: "hi" } }] },
+    (request) => {
+      first = functionResponses(request).get(tool("filesystem__write_file")) ?? "";
+      id = workflowId(first);
+      return cont();
+    },
+    async (request) => {
+      early = functionResponses(request).get(tool("pml__continue")) ?? "";
+      // Meanwhile the human decides in a terminal of the workspace.
+      const out = await new Deno.Command(PML_BIN, {
+        args: ["approve", id],
+        cwd: ws.dir,
+        env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, PML_WORKSPACE: ws.dir },
+        clearEnv: true,
+        stdin: "null",
+      }).output();
+      assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+      return cont();
+    },
+    { text: "done" },
+  ];
+  await using api = startGeminiApi(steps);
+  const run = await runGemini(ws, api, trap);
+  assertEquals(run.code, 0, run.out);
+  assertEquals(api.turns.length, 4, run.out);
+  assert(!/token=|http:\/\/127/.test(first), first);
+  assertStringIncludes(early, "waiting for a human");
+  assertStringIncludes(early, `pml approve ${id}`);
+  assert(!/token=|http:\/\/127/.test(early), early);
+  assertEquals(ws.read("out.txt"), "hi");
+  assertStringIncludes(audit(ws), `"decision":"yes","by":"user","via":"cli"`);
+  assertHermetic(api, trap);
+});
+
 Deno.test("gemini -p: without --yolo, pml's tools reach the model only when the server entry says trust: true", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });

@@ -84,6 +84,18 @@ async function inspector(
 }
 
 const stdio = [PML_BIN, "stdio"];
+
+/** The human runs `pml approve ID` in a terminal of the workspace. */
+async function approveInTerminal(ws: { dir: string; home: string }, id: string) {
+  const approve = await new Deno.Command(PML_BIN, {
+    args: ["approve", id],
+    cwd: ws.dir,
+    env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, PML_WORKSPACE: ws.dir },
+    clearEnv: true,
+    stdin: "null",
+  }).output();
+  assertEquals(approve.code, 0, new TextDecoder().decode(approve.stderr));
+}
 const text = (r: ToolResult) => r.content.map((c) => c.text ?? "").join("");
 
 Deno.test("inspector --cli tools/list (stdio): names, descriptions and real schemas, a cloud tool's as pml-server lists it", async () => {
@@ -187,18 +199,13 @@ Deno.test("inspector --cli (stdio): an `ask` write answers approval_required for
       tool: "pml__continue",
       args: { workflow_id: id, decision: "yes" },
     }, { trap, home: ws.home, env });
+  assert(!/token|http:\/\//.test(write.out), `no link in the agent's result: ${write.out}`);
   const early = await cont();
-  assertStringIncludes(early.out, "waiting for the human at http://127.0.0.1:");
+  assertStringIncludes(early.out, "waiting for a human");
+  assertStringIncludes(early.out, `pml approve ${id}`);
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "still not written");
 
-  const approve = await new Deno.Command(PML_BIN, {
-    args: ["approve", id],
-    cwd: ws.dir,
-    env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, ...env },
-    clearEnv: true,
-    stdin: "null",
-  }).output();
-  assertEquals(approve.code, 0, new TextDecoder().decode(approve.stderr));
+  await approveInTerminal(ws, id);
   const done = await cont();
   assert(!(done.json as ToolResult).isError, done.out);
   assertEquals(ws.read("w.txt"), "x");
@@ -248,7 +255,7 @@ Deno.test("inspector --cli over HTTP (pml serve): tools/list and a read", async 
   assertEquals(trap.attempts, []);
 });
 
-Deno.test("inspector --cli over HTTP (pml serve): another session (a later run) cannot answer this session's approval", async () => {
+Deno.test("inspector --cli over HTTP (pml serve): a later run (another MCP session) waits while the human has not decided, and gets the result once they approved", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
     permissions: { allow: [], ask: ["filesystem:write_file"], deny: [] },
@@ -260,13 +267,21 @@ Deno.test("inspector --cli over HTTP (pml serve): another session (a later run) 
   }, { trap, home: ws.home });
   const pending = (write.json as ToolResult).structuredContent!;
   assertEquals(pending.status, "approval_required", write.out);
-  // The same server process, a different MCP session: approvals belong to the session asked
-  // (issue 11, item 7).
-  const cont = await inspector([serve.url], {
-    tool: "pml__continue",
-    args: { workflow_id: String(pending.workflow_id), decision: "yes" },
-  }, { trap, home: ws.home });
-  assert((cont.json as ToolResult | undefined)?.isError ?? cont.code !== 0, cont.out);
+  assertEquals(pending.approval_mode, "human");
+  const id = String(pending.workflow_id);
+  // The same server process, a different MCP session (each Inspector run is one).
+  const cont = () =>
+    inspector([serve.url], {
+      tool: "pml__continue",
+      args: { workflow_id: id, decision: "yes" },
+    }, { trap, home: ws.home });
+  const early = await cont();
+  assertStringIncludes(early.out, "waiting for a human");
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "not written");
+
+  await approveInTerminal(ws, id);
+  const done = await cont();
+  assert(!(done.json as ToolResult).isError, done.out);
+  assertEquals(ws.read("w.txt"), "x");
   assertEquals(trap.attempts, []);
 });

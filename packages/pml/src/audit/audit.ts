@@ -7,6 +7,7 @@ export type AuditEvent =
   | "control_file_blocked"
   | "protected_file_blocked"
   | "elicitation_unanswered"
+  | "approval_decided"
   | "sandbox_violation"
   | "integrity"
   | "import_blocked"

@@ -2,13 +2,15 @@ import type { Config } from "../config/config.ts";
 import { PmlError } from "../errors.ts";
 import type { ApprovalDecision } from "../permission/approvals.ts";
 import { ApprovalStore } from "../permission/approval_store.ts";
+import { SHOWN_DEPTH, shownJson } from "../permission/shown_json.ts";
 import type { CliIo } from "./io.ts";
 
 /** `pml approvals [--json]`: the pending approvals of the workspace. */
 export async function runApprovals(config: Config, io: CliIo, json: boolean): Promise<number> {
   const list = await new ApprovalStore(config.workspace).list();
   if (json) {
-    io.stdout(JSON.stringify(list, null, 2) + "\n");
+    // Indented for people, compact below a few levels (deeply nested arguments stay small).
+    io.stdout(shownJson(list, SHOWN_DEPTH + 3) + "\n");
     return 0;
   }
   if (list.length === 0) {

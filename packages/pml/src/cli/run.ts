@@ -15,6 +15,8 @@ import { runServe } from "./serve.ts";
 import { runStatus } from "./status.ts";
 import { runApprovals, runDecide } from "./approvals.ts";
 import { runTrust, runTrustList, runUntrust } from "./trust.ts";
+import { runApprovalsOpen } from "./approvals_open.ts";
+import { withStopSignal } from "./stop_signal.ts";
 
 /** The usage of each command, as `pml <command> --help` prints it. */
 const USAGE: Record<string, string> = {
@@ -39,6 +41,8 @@ const USAGE: Record<string, string> = {
 `,
   approvals: `  pml approvals [--json]
                      list the approvals waiting for a human in this workspace
+  pml approvals --open [--no-browser]
+                     a one-time link to the approval page for them (served until none waits)
 `,
   approve: `  pml approve ID|--all [--always]
   pml deny ID|--all  decide them (the agent gets the result with pml__continue)
@@ -180,10 +184,18 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
       case "approvals": {
         const { values } = parseArgs({
           args: rest,
-          options: { json: { type: "boolean", default: false } },
+          options: {
+            json: { type: "boolean", default: false },
+            open: { type: "boolean", default: false },
+            "no-browser": { type: "boolean", default: false },
+          },
         });
         const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
-        return await runApprovals(config, io, values.json);
+        if (!values.open) return await runApprovals(config, io, values.json);
+        if (values.json) throw new TypeError("--open and --json do not go together");
+        return await withStopSignal((signal) =>
+          runApprovalsOpen(config, io, { browser: !values["no-browser"], signal })
+        );
       }
       case "approve":
       case "deny": {

@@ -34,6 +34,8 @@ export interface Config {
   /** `PML_API_KEY`, or the key stored by `pml init`. Never logged, never passed to sandboxes or subprocesses. */
   readonly apiKey?: string;
   readonly permissions: Permissions;
+  /** True when `permissions` come from `.pml.json`; false when the built-in defaults apply. */
+  readonly permissionsFromFile: boolean;
   readonly privateMcps: Readonly<Record<string, PrivateMcp>>;
   readonly registries: readonly string[];
   /** Names of BYOK variables the user makes available to cloud tools. */
@@ -69,6 +71,11 @@ export interface Config {
   readonly approvals?: "agent" | "human";
   /** Whether `.pml.json` applies beyond the built-in defaults (DESIGN §13 "Workspace trust"). */
   readonly trust: WorkspaceTrust;
+  /**
+   * `desktop`: a waiting human approval is also announced with `notify-send` (with a one-time
+   * link). `PML_NOTIFY` or `.pml.json` `notify`; default `off` (docs/approvals.md).
+   */
+  readonly notify: "desktop" | "off";
   /** `~/.pml`: Deno module cache (`DENO_DIR`), routing cache, trust store. */
   readonly pmlHome: string;
   /** The environment snapshot, for BYOK look-ups and dependency env. */
@@ -180,6 +187,18 @@ export function parsePmlFile(
   return parsed.data;
 }
 
+function notifySetting(
+  env: string | undefined,
+  file: "desktop" | "off" | undefined,
+): "desktop" | "off" {
+  if (env === undefined || env === "") return file ?? "off";
+  if (env === "desktop" || env === "off") return env;
+  throw new PmlError(
+    "CONFIG_INVALID",
+    `PML_NOTIFY must be "desktop" or "off", not "${env}"`,
+  );
+}
+
 /**
  * Refuses a `.pml.json` that is a symbolic link to a file outside the workspace, before reading it:
  * the file would configure PML from elsewhere, and a parse error would quote its bytes.
@@ -256,6 +275,8 @@ export function loadConfig(
         deny: [...file.permissions.deny],
       })
       : DEFAULT_PERMISSIONS,
+    // An untrusted file's permissions are the defaults narrowed by its ask and deny entries.
+    permissionsFromFile: file.permissions !== undefined && trust.state !== "untrusted",
     privateMcps: file.private_mcps ?? {},
     registries: file.registries ?? [],
     byokEnv: file.env ?? [],
@@ -272,6 +293,7 @@ export function loadConfig(
     lockMaxAgeDays: file.lockfile?.maxAgeDays ?? DEFAULT_LOCK_MAX_AGE_DAYS,
     approvals: file.approvals,
     trust,
+    notify: notifySetting(opts.env.PML_NOTIFY, file.notify),
     pmlHome,
     env: opts.env,
   });

@@ -58,6 +58,8 @@ export const PmlFileSchema = z.object({
   port: z.number().int().min(1).max(65535).optional(),
   /** Who answers approvals the client cannot elicit: see docs/approvals.md. */
   approvals: z.enum(["agent", "human"]).optional(),
+  /** `desktop`: also tell the human of a waiting approval with `notify-send` (default `off`). */
+  notify: z.enum(["desktop", "off"]).optional(),
   permissions: PermissionsSchema.optional(),
   private_mcps: z.record(z.string(), PrivateMcpSchema).optional(),
   registries: z.array(z.url({ message: "an http(s) URL" })).optional(),

@@ -1,6 +1,6 @@
 import type { AuditLog } from "../audit/audit.ts";
 import type { CallChannel, MetaTool } from "../gateway/gateway.ts";
-import type { ApprovalRequest, Approvals } from "../permission/approvals.ts";
+import { type ApprovalRequest, type Approvals, refusedBy } from "../permission/approvals.ts";
 import type { CallToolResult } from "../sdk/types.ts";
 import { Journal } from "./journal.ts";
 import { executeInputSchema, parseExecuteArgs } from "./args.ts";
@@ -90,11 +90,11 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
         },
       },
     };
-    return await deps.approvals.ask(paused, async (decision, by) => {
+    return await deps.approvals.ask(paused, async (decision, by, detail) => {
       if (decision === "no") {
         const tool = request.context.tool ?? request.type;
         await deps.audit?.write("permission_denied", { tool, by, via: "pml:execute" });
-        const who = by === "user" ? "the user refused" : "pml:continue refused";
+        const who = refusedBy(by, detail);
         return failureResult(
           "PERMISSION_DENIED",
           `pml:execute stopped: ${who} ${request.description.replace(/\?$/, "")}`,

@@ -25,10 +25,10 @@ const PERMS = {
 type Answer = () => unknown;
 
 /** A client whose elicitation handler runs `answer` (which may throw or return any shape). */
-async function clientWith(gateway: Gateway, answer?: Answer) {
+async function clientWith(gateway: Gateway, answer?: Answer, now?: () => number) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   // A short bound for the "never answers" case; every other answer comes at once.
-  const server = createMcpServer(gateway, { elicitationTimeoutMs: 200 });
+  const server = createMcpServer(gateway, { elicitationTimeoutMs: 200, now });
   await server.connect(serverSide);
   const client = new Client(
     { name: "agent", version: "1" },
@@ -101,18 +101,64 @@ for (
   });
 }
 
-Deno.test("elicitation declined: the user's no, audited by user", async () => {
+Deno.test("elicitation declined by a person (the clock shows seconds passed): the user's no, audited by user", async () => {
   await using ws = tempWorkspace(PERMS);
   const gateway = createGateway(testConfig(ws), { prewarm: false });
   try {
-    await using client = await clientWith(gateway, () => ({ action: "decline" }));
+    let t = 0;
+    const slow = () => (t += 3000); // each reading 3 s later: a person read the question
+    await using client = await clientWith(gateway, () => ({ action: "decline" }), slow);
     const r = await client.callTool({
       name: "filesystem__write_file",
       arguments: { path: "out.txt", content: "hi" },
     });
     assert(r.isError);
     assertStringIncludes(textOf(r), "the user refused");
-    assert(auditLines(ws.dir).some((l) => l.event === "permission_denied" && l.by === "user"));
+    const lines = auditLines(ws.dir);
+    assert(lines.some((l) => l.event === "permission_denied" && l.by === "user"));
+    assert(
+      lines.some((l) =>
+        l.event === "approval_decided" && l.by === "user" && l.decision === "no" &&
+        l.via === "elicitation"
+      ),
+      JSON.stringify(lines),
+    );
+  } finally {
+    await gateway.close();
+  }
+});
+
+Deno.test("elicitation declined at once (Codex's bypass flag): still a no, but the result and the audit say the client declined, in how many ms, and that nobody was asked", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const gateway = createGateway(testConfig(ws), { prewarm: false });
+  try {
+    let t = 0;
+    const fast = () => (t += 7); // 7 ms between asking and the answer
+    await using client = await clientWith(gateway, () => ({ action: "decline" }), fast);
+    const r = await client.callTool({
+      name: "filesystem__write_file",
+      arguments: { path: "out.txt", content: "hi" },
+    });
+    assert(r.isError);
+    assert(!textOf(r).includes("the user refused"), textOf(r));
+    assertStringIncludes(textOf(r), "the client declined the question in 7 ms");
+    assertStringIncludes(textOf(r), "nobody was asked");
+    assert(!(await Deno.stat(join(ws.dir, "out.txt")).catch(() => false)), "nothing was written");
+    const lines = auditLines(ws.dir);
+    assert(!lines.some((l) => l.by === "user"), JSON.stringify(lines));
+    assert(
+      lines.some((l) =>
+        l.event === "permission_denied" && l.by === "client" && l.declined_in_ms === 7
+      ),
+      JSON.stringify(lines),
+    );
+    assert(
+      lines.some((l) =>
+        l.event === "approval_decided" && l.by === "client" && l.decision === "no" &&
+        l.declined_in_ms === 7
+      ),
+      JSON.stringify(lines),
+    );
   } finally {
     await gateway.close();
   }

@@ -1,6 +1,8 @@
 import { isPmlError } from "../errors.ts";
 import type { ApprovalDecision } from "../permission/approvals.ts";
 import type { ApprovalStore, StoredApproval } from "../permission/approval_store.ts";
+import { ApprovalLink } from "../permission/human_channel.ts";
+import { approvalCard, CARD_STYLE, esc } from "./approval_card.ts";
 
 /** How long a one-time link may wait for its first (and only) use. */
 const LINK_TTL_MS = 10 * 60 * 1000;
@@ -8,12 +10,16 @@ const DECISIONS: readonly ApprovalDecision[] = ["yes", "always", "no"];
 
 /**
  * The local approval page (docs/approvals.md): the pending approvals of the workspace, with Yes /
- * Always / No, served on `127.0.0.1` on a random port. Started on first use.
+ * Always / No. Started on first use.
  *
- * - Each link `pml` hands out carries a one-time token: its first use sets a session cookie
- *   (HttpOnly, SameSite=Strict, named after the port) and redirects to the page; a used or unknown
- *   token gets 403.
- * - DNS rebinding: every request must name `127.0.0.1:PORT` or `localhost:PORT` as `Host`.
+ * - Its own loopback address: a random `127.x.y.z` (Linux routes all of 127/8 to `lo`), bound and
+ *   checked exactly, so that the browser's cookie for that host is never sent to another server on
+ *   `127.0.0.1` (browsers scope cookies by host, not port). Where only `127.0.0.1` can be bound
+ *   (macOS), the page falls back to it and says so on stderr.
+ * - Each link carries a one-time token and goes only to human channels ({@link ApprovalLink}):
+ *   its first use sets a session cookie (HttpOnly, SameSite=Strict) and redirects to the page; a
+ *   used or unknown token gets 403.
+ * - DNS rebinding: every request must name the page's exact `host:port` as `Host` (421 else).
  * - CSRF: a decision is a POST with the session cookie, the session's form token and an `Origin`
  *   equal to the page's own.
  * - No framework, no network: one HTML page, a small inline script (nonce CSP) that reloads it
@@ -23,6 +29,7 @@ export class ApprovalPage {
   readonly #store: ApprovalStore;
   readonly #workspace: string;
   #server?: Deno.HttpServer<Deno.NetAddr>;
+  #host = "127.0.0.1";
   #port = 0;
   readonly #links = new Map<string, number>();
   /** session cookie → form (CSRF) token */
@@ -30,27 +37,40 @@ export class ApprovalPage {
 
   readonly #why: (approval: StoredApproval) => string;
 
-  /** `why` names the rule that asked (shown after the question). */
+  readonly #address: () => string;
+  readonly #warn: (line: string) => void;
+
+  /**
+   * `why` names the rule that asked (shown after the question); `address` picks the loopback
+   * address to bind (default: a random `127.x.y.z`); `warn` hears the fallback to `127.0.0.1`.
+   */
   constructor(
     store: ApprovalStore,
     workspace: string,
-    why: (approval: StoredApproval) => string = () => "",
+    opts: {
+      why?: (approval: StoredApproval) => string;
+      address?: () => string;
+      warn?: (line: string) => void;
+    } = {},
   ) {
     this.#store = store;
     this.#workspace = workspace;
-    this.#why = why;
+    this.#why = opts.why ?? (() => "");
+    this.#address = opts.address ?? randomLoopback;
+    this.#warn = opts.warn ?? ((line) => console.error(line));
   }
 
-  /** A fresh one-time link to the page (starting it if needed). */
-  link(): Promise<string> {
+  /** A fresh one-time link to the page (starting it if needed), for a human channel only. */
+  link(): ApprovalLink {
     this.#start();
     const token = randomToken();
     this.#links.set(token, Date.now() + LINK_TTL_MS);
-    return Promise.resolve(`${this.origin}/?token=${token}`);
+    return new ApprovalLink(`${this.origin}/?token=${token}`);
   }
 
+  /** `http://127.x.y.z:PORT`: the page's own origin (not a secret; the tokens are). */
   get origin(): string {
-    return `http://127.0.0.1:${this.#port}`;
+    return `http://${this.#host}:${this.#port}`;
   }
 
   async close(): Promise<void> {
@@ -60,10 +80,22 @@ export class ApprovalPage {
 
   #start(): void {
     if (this.#server) return;
-    this.#server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      (req) => this.#handle(req),
-    );
+    const serve = (hostname: string) =>
+      Deno.serve({ hostname, port: 0, onListen: () => {} }, (req) => this.#handle(req));
+    const wanted = this.#address();
+    try {
+      this.#server = serve(wanted);
+    } catch (err) {
+      if (wanted === "127.0.0.1") throw err;
+      // Only 127.0.0.1 is configured here (macOS): a server on another port of it would be sent
+      // the page's cookie.
+      this.#warn(
+        `pml: the approval page cannot bind ${wanted} (${(err as Error).message}); it uses ` +
+          `127.0.0.1, where other local servers can receive its cookie (docs/approvals.md)`,
+      );
+      this.#server = serve("127.0.0.1");
+    }
+    this.#host = this.#server.addr.hostname;
     this.#port = this.#server.addr.port;
     // The page must not keep a finished `pml` alive.
     this.#server.unref();
@@ -71,8 +103,11 @@ export class ApprovalPage {
 
   async #handle(req: Request): Promise<Response> {
     const host = req.headers.get("host");
-    if (host !== `127.0.0.1:${this.#port}` && host !== `localhost:${this.#port}`) {
-      return text(421, "Wrong Host: the approval page answers only 127.0.0.1 and localhost");
+    if (host !== `${this.#host}:${this.#port}`) {
+      return text(
+        421,
+        `Wrong Host "${host ?? ""}": the approval page answers only ${this.#host}:${this.#port}`,
+      );
     }
     const url = new URL(req.url);
     const token = url.searchParams.get("token");
@@ -112,7 +147,7 @@ export class ApprovalPage {
   }
 
   get #cookie(): string {
-    return `pml_approvals_${this.#port}`;
+    return "pml_approvals";
   }
 
   #session(req: Request): string | undefined {
@@ -158,7 +193,7 @@ export class ApprovalPage {
     const version = await this.#version();
     const body = list.length === 0
       ? `<p id="empty">No approval is waiting.</p>`
-      : list.map((a) => card(a, csrf, this.#why(a))).join("\n");
+      : list.map((a) => approvalCard(a, csrf, this.#why(a))).join("\n");
     const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -166,19 +201,16 @@ export class ApprovalPage {
 <noscript><meta http-equiv="refresh" content="5"></noscript>
 <style>
 body{font:15px/1.4 system-ui,sans-serif;margin:1.5rem auto;max-width:60rem;padding:0 1rem;color:#111}
-.approval{border:1px solid #bbb;border-radius:6px;padding:0.8rem 1rem;margin:1rem 0}
-h2{font-size:1.1rem;margin:0 0 .5rem}
-dt{font-weight:600}dd{margin:0 0 .5rem 1rem}
-pre{background:#f4f4f4;padding:.5rem;overflow:auto;max-height:24rem;margin:0}
-.del{color:#a00}.add{color:#060}
-button{font-size:1rem;margin-right:.5rem;padding:.3rem 1rem}
+${CARD_STYLE}
 </style></head><body>
 <h1>Approvals for <code>${esc(this.#workspace)}</code></h1>
 ${body}
 <script nonce="${nonce}">
-(function(){var v=${JSON.stringify(version)};setInterval(function(){
+(function(){var v=${JSON.stringify(version)},sent=false;
+document.addEventListener("submit",function(){sent=true});
+setInterval(function(){if(sent)return;
 fetch("/version",{credentials:"same-origin"}).then(function(r){return r.text()})
-.then(function(t){if(t!==v)location.reload()}).catch(function(){})},1500)})();
+.then(function(t){if(t!==v&&!sent)location.reload()}).catch(function(){})},1500)})();
 </script>
 </body></html>`;
     return new Response(html, {
@@ -196,90 +228,17 @@ fetch("/version",{credentials:"same-origin"}).then(function(r){return r.text()})
   }
 }
 
-/** One pending approval: what, with what, where, why, and the three answers. */
-function card(
-  a: StoredApproval & { decided?: { decision: string } },
-  csrf: string,
-  why: string,
-): string {
-  const tool = String(a.context.tool ?? a.type);
-  const args = (a.context.arguments ?? {}) as Record<string, unknown>;
-  const where = a.context.routing === "server"
-    ? "on the PML server"
-    : `on this machine, in the workspace sandbox`;
-  const details: string[] = [];
-  if (typeof args.path === "string") details.push(field("Path", "path", esc(args.path)));
-  for (const key of ["source", "destination"]) {
-    if (typeof args[key] === "string") details.push(field(key, key, esc(args[key] as string)));
-  }
-  if (typeof args.command === "string") {
-    const argv = Array.isArray(args.args) ? " " + (args.args as unknown[]).join(" ") : "";
-    details.push(field("Command", "command", `<pre>${esc(args.command + argv)}</pre>`));
-  }
-  if (Array.isArray(args.edits)) details.push(field("Diff", "diff", diff(args.edits)));
-  else if (typeof args.content === "string") {
-    details.push(field("Content", "content", `<pre>${esc(clip(args.content))}</pre>`));
-  }
-  const answer = a.decided
-    ? `<p data-field="decided">Decided: <strong>${
-      esc(a.decided.decision)
-    }</strong>; the agent gets the result with pml:continue.</p>`
-    : `<form method="post" action="/decide">
-<input type="hidden" name="id" value="${
-      esc(a.id)
-    }"><input type="hidden" name="csrf" value="${csrf}">
-<button name="decision" value="yes">Yes</button><button name="decision" value="always">Always</button><button name="decision" value="no">No</button>
-</form>`;
-  return `<section class="approval" id="a-${esc(a.id)}" data-id="${esc(a.id)}">
-<h2 data-field="tool">${esc(tool)}</h2>
-<dl>
-${details.join("\n")}
-${field("Where it runs", "where", esc(where))}
-${field("Why it is asked", "why", esc(why ? `${a.description} ${why}` : a.description))}
-${
-    a.forHuman
-      ? field("What changed", "difference", `<pre>${esc(clip(a.forHuman.description))}</pre>`)
-      : ""
-  }
-${field("Arguments", "arguments", `<pre>${esc(clip(JSON.stringify(args, null, 2)))}</pre>`)}
-${field("Expires", "expires", esc(new Date(a.expiresAt).toISOString()))}
-</dl>
-${answer}
-</section>`;
-}
-
-function field(label: string, name: string, html: string): string {
-  return `<dt>${esc(label)}</dt><dd data-field="${name}">${html}</dd>`;
-}
-
-/** `filesystem:edit_file` edits as a diff: removed lines, then added lines, per edit. */
-function diff(edits: unknown[]): string {
-  const lines: string[] = [];
-  for (const e of edits) {
-    const { oldText, newText } = (e ?? {}) as { oldText?: unknown; newText?: unknown };
-    for (const l of String(oldText ?? "").split("\n")) {
-      lines.push(`<span class="del">- ${esc(l)}</span>`);
-    }
-    for (const l of String(newText ?? "").split("\n")) {
-      lines.push(`<span class="add">+ ${esc(l)}</span>`);
-    }
-  }
-  return `<pre>${lines.join("\n")}</pre>`;
-}
-
-function clip(s: string): string {
-  return s.length > 20_000 ? `${s.slice(0, 20_000)}\n… (${s.length} characters)` : s;
-}
-
-function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
 function text(status: number, body: string): Response {
   return new Response(body + "\n", {
     status,
     headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
   });
+}
+
+/** A random loopback address `127.x.y.z` outside `127.0.0.0/16`. */
+function randomLoopback(): string {
+  const [a, b, c] = crypto.getRandomValues(new Uint8Array(3));
+  return `127.${1 + (a % 254)}.${b}.${1 + (c % 254)}`;
 }
 
 function randomToken(): string {

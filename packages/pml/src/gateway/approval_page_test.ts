@@ -7,7 +7,14 @@ import { join } from "node:path";
 import type { Client } from "../sdk/client.ts";
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { findChromium, launchChromium } from "../testing/chromium.ts";
-import { gatewayFor, type TempWorkspace, tempWorkspace, textOf } from "../testing/workspace.ts";
+import { enterPage, rawHttp as raw } from "../testing/raw_http.ts";
+import {
+  gatewayFor,
+  humanLines,
+  type TempWorkspace,
+  tempWorkspace,
+  textOf,
+} from "../testing/workspace.ts";
 
 const PERMS = {
   permissions: {
@@ -21,10 +28,23 @@ function structured(r: unknown): Record<string, unknown> {
   return (r as { structuredContent: Record<string, unknown> }).structuredContent;
 }
 
-async function ask(client: Client, name: string, args: Record<string, unknown>) {
-  const body = structured(await client.callTool({ name, arguments: args }));
+type Human = ReturnType<typeof humanLines>;
+
+/**
+ * Makes the agent call `name`; returns the approval id from its result and the page link that
+ * went to the human (stderr), checking the result itself carries no link.
+ */
+async function ask(
+  client: Client,
+  human: Human,
+  name: string,
+  args: Record<string, unknown>,
+) {
+  const result = await client.callTool({ name, arguments: args });
+  const body = structured(result);
   assertEquals(body.status, "approval_required", JSON.stringify(body));
-  return { id: String(body.workflow_id), url: String(body.approval_url) };
+  assert(!/token|http:/.test(JSON.stringify(result)), JSON.stringify(result));
+  return { id: String(body.workflow_id), url: human.lastLink() };
 }
 
 async function resume(client: Client, id: string) {
@@ -94,16 +114,17 @@ Deno.test({
   async fn() {
     await using ws = tempWorkspace(PERMS);
     ws.write("a.txt", "first line\nold line\nlast line\n");
-    await using g = await gatewayFor(ws, { tell: () => {} });
-    const write = await ask(g.client, "filesystem__write_file", {
+    const human = humanLines();
+    await using g = await gatewayFor(ws, { tell: human.tell });
+    const write = await ask(g.client, human, "filesystem__write_file", {
       path: "todo.txt",
       content: "buy milk",
     });
-    const edit = await ask(g.client, "filesystem__edit_file", {
+    const edit = await ask(g.client, human, "filesystem__edit_file", {
       path: "a.txt",
       edits: [{ oldText: "old line", newText: "new line" }],
     });
-    const shell = await ask(g.client, "shell__exec", { command: "echo hello > shell.txt" });
+    const shell = await ask(g.client, human, "shell__exec", { command: "echo hello > shell.txt" });
 
     await using browser = await launchChromium();
     await browser.goto(write.url);
@@ -169,41 +190,12 @@ Deno.test({
   },
 });
 
-/** A raw HTTP/1.1 request, so that `Host` and `Origin` are exactly what an attacker sends. */
-async function raw(
-  port: number,
-  request: { method?: string; path: string; headers: Record<string, string>; body?: string },
-): Promise<{ status: number; headers: string; body: string }> {
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-  const body = request.body ?? "";
-  const head = [
-    `${request.method ?? "GET"} ${request.path} HTTP/1.1`,
-    ...Object.entries({
-      connection: "close",
-      "content-length": String(body.length),
-      ...request.headers,
-    })
-      .map(([k, v]) => `${k}: ${v}`),
-  ].join("\r\n");
-  await conn.write(new TextEncoder().encode(`${head}\r\n\r\n${body}`));
-  const text = await new Response(conn.readable).text();
-  const [headers, ...rest] = text.split("\r\n\r\n");
-  return { status: Number(headers.split(" ")[1]), headers, body: rest.join("\r\n\r\n") };
-}
-
 /** Trades a one-time link for the page's session cookie and form token. */
 async function enter(url: string) {
-  const u = new URL(url);
-  const port = Number(u.port);
-  const r = await raw(port, { path: u.pathname + u.search, headers: { host: u.host } });
-  assertEquals(r.status, 303, r.body);
-  const cookie = r.headers.match(/set-cookie: ([^;]+);/i)?.[1];
-  assert(cookie, r.headers);
-  const page = await raw(port, { path: "/", headers: { host: u.host, cookie } });
-  assertEquals(page.status, 200);
-  const csrf = page.body.match(/name="csrf" value="([0-9a-f]+)"/)?.[1];
-  assert(csrf);
-  return { port, host: u.host, cookie, csrf, page: page.body };
+  const s = await enterPage(url);
+  assertEquals(s.status, 200, s.page);
+  assert(s.cookie && s.csrf);
+  return s;
 }
 
 function decideForm(id: string, decision: string, csrf?: string): string {
@@ -211,28 +203,30 @@ function decideForm(id: string, decision: string, csrf?: string): string {
   return form.toString();
 }
 
-async function pendingWrite(ws: TempWorkspace, client: Client, path: string) {
-  const w = await ask(client, "filesystem__write_file", { path, content: path });
+async function pendingWrite(ws: TempWorkspace, client: Client, human: Human, path: string) {
+  const w = await ask(client, human, "filesystem__write_file", { path, content: path });
   return { ...w, written: () => Deno.stat(join(ws.dir, path)).then(() => true, () => false) };
 }
 
 Deno.test("approval page attacks: forged and replayed tokens, foreign Host and Origin, no form token", async () => {
   await using ws = tempWorkspace(PERMS);
-  await using g = await gatewayFor(ws, { tell: () => {} });
-  const w = await pendingWrite(ws, g.client, "victim.txt");
+  const human = humanLines();
+  await using g = await gatewayFor(ws, { tell: human.tell });
+  const w = await pendingWrite(ws, g.client, human, "victim.txt");
   const u = new URL(w.url);
   const port = Number(u.port);
+  const at = u.host;
 
   // A forged token opens nothing and sets no cookie.
-  const forged = await raw(port, { path: "/?token=" + "ab".repeat(24), headers: { host: u.host } });
+  const forged = await raw(at, { path: "/?token=" + "ab".repeat(24), headers: { host: u.host } });
   assertEquals(forged.status, 403);
   assert(!/set-cookie/i.test(forged.headers));
   // Without a session, the page and its API are closed.
-  assertEquals((await raw(port, { path: "/", headers: { host: u.host } })).status, 403);
-  assertEquals((await raw(port, { path: "/version", headers: { host: u.host } })).status, 403);
+  assertEquals((await raw(at, { path: "/", headers: { host: u.host } })).status, 403);
+  assertEquals((await raw(at, { path: "/version", headers: { host: u.host } })).status, 403);
 
   // A foreign Host (DNS rebinding) is refused, even with a valid token, which stays unused.
-  const rebound = await raw(port, {
+  const rebound = await raw(at, {
     path: u.pathname + u.search,
     headers: { host: `attacker.example:${port}` },
   });
@@ -241,12 +235,12 @@ Deno.test("approval page attacks: forged and replayed tokens, foreign Host and O
   const s = await enter(w.url);
   assertStringIncludes(s.page, "victim.txt");
   // The link works once: replayed, it is refused.
-  const replay = await raw(port, { path: u.pathname + u.search, headers: { host: u.host } });
+  const replay = await raw(at, { path: u.pathname + u.search, headers: { host: u.host } });
   assertEquals(replay.status, 403);
   assertStringIncludes(replay.body, "used already");
 
   const post = (headers: Record<string, string>, body: string) =>
-    raw(port, {
+    raw(at, {
       method: "POST",
       path: "/decide",
       headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
@@ -318,17 +312,19 @@ Deno.test("approval page attacks: forged and replayed tokens, foreign Host and O
 Deno.test("two workspaces at once: each page lists its own approvals; a link or cookie of one opens nothing on the other", async () => {
   await using wsA = tempWorkspace(PERMS);
   await using wsB = tempWorkspace(PERMS);
-  await using a = await gatewayFor(wsA, { tell: () => {} });
-  await using b = await gatewayFor(wsB, { tell: () => {} });
-  const wa = await pendingWrite(wsA, a.client, "in-a.txt");
-  const wb = await pendingWrite(wsB, b.client, "in-b.txt");
-  const portA = Number(new URL(wa.url).port);
-  const portB = Number(new URL(wb.url).port);
-  assert(portA !== portB);
+  const humanA = humanLines();
+  const humanB = humanLines();
+  await using a = await gatewayFor(wsA, { tell: humanA.tell });
+  await using b = await gatewayFor(wsB, { tell: humanB.tell });
+  const wa = await pendingWrite(wsA, a.client, humanA, "in-a.txt");
+  const wb = await pendingWrite(wsB, b.client, humanB, "in-b.txt");
+  const hostA = new URL(wa.url).host;
+  const hostB = new URL(wb.url).host;
+  assert(hostA !== hostB);
 
   // A's token presented to B's page.
   const tokenA = new URL(wa.url).search;
-  const cross = await raw(portB, { path: "/" + tokenA, headers: { host: `127.0.0.1:${portB}` } });
+  const cross = await raw(hostB, { path: "/" + tokenA, headers: { host: hostB } });
   assertEquals(cross.status, 403);
 
   const sa = await enter(wa.url);
@@ -339,25 +335,25 @@ Deno.test("two workspaces at once: each page lists its own approvals; a link or 
   assert(!sb.page.includes("in-a.txt"));
 
   // A's session cookie (and form token) sent to B's page.
-  const crossPost = await raw(portB, {
+  const crossPost = await raw(hostB, {
     method: "POST",
     path: "/decide",
     headers: {
-      host: `127.0.0.1:${portB}`,
-      origin: `http://127.0.0.1:${portB}`,
-      cookie: sa.cookie.replace(String(portA), String(portB)),
+      host: hostB,
+      origin: `http://${hostB}`,
+      cookie: sa.cookie,
       "content-type": "application/x-www-form-urlencoded",
     },
     body: decideForm(wb.id, "yes", sa.csrf),
   });
   assertEquals(crossPost.status, 403);
   // A's page cannot decide B's approval either (not in A's store).
-  const viaA = await raw(portA, {
+  const viaA = await raw(hostA, {
     method: "POST",
     path: "/decide",
     headers: {
       host: sa.host,
-      origin: `http://127.0.0.1:${portA}`,
+      origin: `http://${hostA}`,
       cookie: sa.cookie,
       "content-type": "application/x-www-form-urlencoded",
     },
@@ -366,4 +362,77 @@ Deno.test("two workspaces at once: each page lists its own approvals; a link or 
   assertEquals(viaA.status, 409);
   assertEquals(structured(await resume(b.client, wb.id)).status, "waiting_for_human");
   assert(!(await wb.written()));
+});
+
+Deno.test({
+  name:
+    "approval page shows everything: 25,000 characters in full, wide arguments wrap, zero-width and trailing spaces marked; without .pml.json the why names the built-in defaults",
+  ignore: !findChromium() && Deno.env.get("CI") === undefined,
+  async fn() {
+    await using ws = tempWorkspace(); // no .pml.json: the built-in defaults ask for writes
+    const human = humanLines();
+    await using g = await gatewayFor(ws, { tell: human.tell });
+    const content = "A".repeat(25_000) + "END\nrm -rf ~/\u200B\u202Egnp.exe\nkeep   \n\tdone\t";
+    const path = "deep/" + "very-long-folder-name-".repeat(40) + "file.txt";
+    const w = await ask(g.client, human, "filesystem__write_file", { path, content });
+    await using browser = await launchChromium();
+    await browser.goto(w.url);
+    const seen = await browser.eval<Record<string, unknown>>(`(() => {
+      const card = document.getElementById("a-${w.id}");
+      const f = (n) => card.querySelector('[data-field="' + n + '"]');
+      const pres = [...card.querySelectorAll("pre")];
+      return {
+        content: f("content").textContent,
+        why: f("why").textContent,
+        id: f("id").textContent,
+        hidden: [...card.querySelectorAll("mark.hidden")].map((m) => m.textContent),
+        trailing: [...f("content").querySelectorAll("mark.ws")].map((m) => m.textContent),
+        overflowingBoxes: pres.filter((p) => p.scrollWidth > p.clientWidth + 1).length,
+        pathFits: f("path").scrollWidth <= f("path").clientWidth + 1,
+        pageWidth: document.documentElement.scrollWidth,
+        viewport: innerWidth,
+      };
+    })()`);
+    const shown = String(seen.content);
+    assert(shown.includes("A".repeat(25_000) + "END"), "the whole content, not cut at 20,000");
+    assertEquals(seen.id, w.id);
+    assertEquals(seen.hidden, ["⟦U+200B⟧", "⟦U+202E⟧", "⟦U+200B⟧", "⟦U+202E⟧"]);
+    assertEquals(seen.trailing, ["···", "→"]);
+    assertEquals(seen.overflowingBoxes, 0, "long lines wrap inside their box");
+    assert(seen.pathFits, "a long path wraps");
+    assert(Number(seen.pageWidth) <= Number(seen.viewport), JSON.stringify(seen));
+    assertStringIncludes(String(seen.why), "PML's built-in defaults (no permissions of .pml.json");
+    assert(!String(seen.why).includes("list of .pml.json"), String(seen.why));
+    await Deno.writeFile(join(ws.root, "long.png"), await browser.screenshot());
+  },
+});
+
+Deno.test("approval page: a page reached under another name (localhost, 127.0.0.1) is refused as a whole, never half-working", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const human = humanLines();
+  await using g = await gatewayFor(ws, { tell: human.tell });
+  const w = await pendingWrite(ws, g.client, human, "v.txt");
+  const u = new URL(w.url);
+  assert(u.hostname.startsWith("127.") && u.hostname !== "127.0.0.1", u.hostname);
+  for (const host of [`localhost:${u.port}`, `127.0.0.1:${u.port}`]) {
+    const r = await raw(u.host, { path: u.pathname + u.search, headers: { host } });
+    assertEquals(r.status, 421, host);
+    assertStringIncludes(r.body, `answers only ${u.host}`);
+  }
+  // The link still works under its own name, Yes included.
+  const s = await enter(w.url);
+  const ok = await raw(u.host, {
+    method: "POST",
+    path: "/decide",
+    headers: {
+      host: s.host,
+      cookie: s.cookie,
+      origin: u.origin,
+      "content-type": "application/x-www-form-urlencoded",
+    },
+    body: decideForm(w.id, "yes", s.csrf),
+  });
+  assertEquals(ok.status, 303, ok.body);
+  assert(!(await resume(g.client, w.id)).isError);
+  assert(await w.written());
 });

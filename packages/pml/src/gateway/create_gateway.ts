@@ -5,7 +5,8 @@ import { type ApprovalRequest, Approvals } from "../permission/approvals.ts";
 import { type ApprovalMode, ApprovalStore } from "../permission/approval_store.ts";
 import { FILESYSTEM_WRITE_TOOLS } from "../config/defaults.ts";
 import { ApprovalPage } from "./approval_page.ts";
-import { matchesPattern } from "../permission/patterns.ts";
+import { approvalWhy } from "./approval_card.ts";
+import { allChannels, desktopChannel, type Spawn, stderrChannel } from "./human_channels.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
@@ -86,6 +87,8 @@ export interface GatewayOptions {
   readonly execute?: ExecuteOptions & { readonly keepWarm?: boolean };
   /** Where "approval needed" lines go (default: stderr). */
   readonly tell?: (line: string) => void;
+  /** Starts the desktop notification program (default: `notify-send`, detached). */
+  readonly spawnNotifier?: Spawn;
 }
 
 /**
@@ -100,11 +103,10 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
   const audit = createAuditLog(config.workspace);
   const pool = new SandboxPool();
   // "always" rewrites .pml.json: the new content stays trusted when the old one applied.
-  const permissions = new PermissionStore(
-    config.permissions,
-    config.configPath,
-    (text) => writeHumanConfig(config.configPath, text, config),
-  );
+  const permissions = new PermissionStore(config.permissions, config.configPath, {
+    write: (text) => writeHumanConfig(config.configPath, text, config),
+    fromFile: config.permissionsFromFile,
+  });
   const registryDeps = {
     config,
     audit,
@@ -150,26 +152,31 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     fetch: opts.remoteFetch,
   });
   const store = new ApprovalStore(config.workspace, opts.now);
-  const page = new ApprovalPage(store, config.workspace, (a) => {
-    const tool = a.context.tool;
-    const rule = typeof tool === "string" && a.type === "tool_permission"
-      ? permissions.current.ask.find((p) => matchesPattern(p, tool))
-      : undefined;
-    const asked = rule
-      ? `It matches "${rule}" in the "ask" list of .pml.json.`
-      : a.type === "tool_permission"
-      ? "No pattern of .pml.json allows it (unmatched tools are asked)."
-      : "";
-    const who = a.mode === "human" ? " The agent cannot approve it: you decide." : "";
-    return asked + who;
+  const tell = opts.tell ?? ((line: string) => console.error(line.trimEnd()));
+  const page = new ApprovalPage(store, config.workspace, {
+    why: approvalWhy(() => permissions.current, () => permissions.fromFile),
+    warn: tell,
   });
+  const link = () => page.link();
   const approvals = new Approvals({
     ttlMs: opts.approvalTtlMs,
     now: opts.now,
     store,
     mode: (request) => approvalMode(config.approvals, request),
-    link: () => page.link(),
-    tell: opts.tell ?? ((line) => console.error(line.trimEnd())),
+    human: allChannels([
+      stderrChannel(link, tell),
+      ...(config.notify === "desktop" ? [desktopChannel(link, opts.spawnNotifier)] : []),
+    ]),
+    onDecided: ({ request, workflowId, decision, by, detail }) =>
+      audit.write("approval_decided", {
+        tool: request.context.tool,
+        approval_type: request.type,
+        ...(workflowId ? { workflow_id: workflowId } : {}),
+        decision,
+        by,
+        via: detail.via,
+        ...(detail.ms !== undefined ? { declined_in_ms: detail.ms } : {}),
+      }),
     onUnanswered: (request, err) =>
       audit.write("elicitation_unanswered", {
         tool: request.context.tool,

@@ -8,12 +8,14 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { ClientSample, Sampling, SamplingBudget } from "../sampling/sampling.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
-import type {
-  ApprovalDecision,
-  ApprovalRequest,
-  Approvals,
-  DecidedBy,
-  Elicit,
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type Approvals,
+  type DecidedBy,
+  type DecisionDetail,
+  type Elicit,
+  refusedBy,
 } from "../permission/approvals.ts";
 import { namedNamespaces } from "../permission/patterns.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
@@ -106,8 +108,9 @@ export class Gateway {
       id: "pml:continue",
       description:
         "Answer a pending approval: pass the workflow_id of an approval_required result and the " +
-        'decision. For "approval_mode":"human" the user decides at the approval_url (or with ' +
-        "`pml approve`) and this returns the result once they have; until then it says it waits.",
+        'decision. For "approval_mode":"human" the user decides in a terminal (`pml approve ' +
+        "<workflow_id>` or `pml approvals --open`) and this returns the result once they have; " +
+        "until then it says it waits.",
       inputSchema: {
         type: "object",
         properties: {
@@ -124,8 +127,14 @@ export class Gateway {
       const found = replay && await this.#targetFor(replay.tool);
       if (!replay || !found || !("target" in found)) return undefined;
       const { tool, arguments: args } = replay;
-      return (d, by) =>
-        this.#afterApproval(d, by, tool, () => this.#dispatch(found.target, tool, args, {}));
+      return (d, by, detail) =>
+        this.#afterApproval(
+          d,
+          by,
+          detail,
+          tool,
+          () => this.#dispatch(found.target, tool, args, {}),
+        );
     };
   }
 
@@ -264,10 +273,11 @@ export class Gateway {
           ...pre?.context,
         },
       },
-      (d, by) =>
+      (d, by, detail) =>
         this.#afterApproval(
           d,
           by,
+          detail,
           toolId,
           () =>
             this.#dispatch(
@@ -289,15 +299,22 @@ export class Gateway {
   async #afterApproval(
     decision: ApprovalDecision,
     by: DecidedBy,
+    detail: DecisionDetail | undefined,
     toolId: string,
     run: () => Promise<CallToolResult>,
   ): Promise<CallToolResult> {
     if (decision === "no") {
-      await this.#deps.audit.write("permission_denied", { tool: toolId, by });
+      await this.#deps.audit.write("permission_denied", {
+        tool: toolId,
+        by,
+        ...(detail?.ms !== undefined ? { declined_in_ms: detail.ms } : {}),
+      });
       return errorResult(
-        by === "user"
+        by === "agent"
+          ? `Permission denied: "${toolId}" was refused with pml:continue (decision "no")`
+          : by === "user"
           ? `Permission denied: the user refused "${toolId}"`
-          : `Permission denied: "${toolId}" was refused with pml:continue (decision "no")`,
+          : `Permission denied: "${toolId}" was not run: ${refusedBy(by, detail)}`,
       );
     }
     if (decision === "always") await this.#deps.permissions.allowAlways(toolId);

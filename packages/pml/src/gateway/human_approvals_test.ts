@@ -5,8 +5,9 @@
  */
 import { join } from "node:path";
 import { pml } from "../testing/cli.ts";
+import { enterPage } from "../testing/raw_http.ts";
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../testing/assert.ts";
-import { gatewayFor, tempWorkspace, textOf } from "../testing/workspace.ts";
+import { gatewayFor, humanLines, tempWorkspace, textOf } from "../testing/workspace.ts";
 
 const PERMS = {
   permissions: {
@@ -24,8 +25,8 @@ const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
 Deno.test("human mode by default for writes: the agent's pml:continue waits; pml approve lets it run", async () => {
   await using ws = tempWorkspace(PERMS);
-  const lines: string[] = [];
-  await using g = await gatewayFor(ws, { tell: (l) => lines.push(l) });
+  const human = humanLines();
+  await using g = await gatewayFor(ws, { tell: human.tell });
   const r = await g.client.callTool({
     name: "filesystem__write_file",
     arguments: { path: "out.txt", content: "hi" },
@@ -33,9 +34,13 @@ Deno.test("human mode by default for writes: the agent's pml:continue waits; pml
   const body = structured(r);
   assertEquals(body.status, "approval_required");
   assertEquals(body.approval_mode, "human");
-  assertMatch(String(body.approval_url), /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{48}$/);
-  assertStringIncludes(lines.join(""), String(body.approval_url));
   const id = String(body.workflow_id);
+  // The link goes to the human (stderr), the agent gets the id and how a human answers.
+  assertMatch(human.lastLink(), /^http:\/\/127\.\d+\.\d+\.\d+:\d+\/\?token=[0-9a-f]{48}$/);
+  assertEquals(body.approval_url, undefined);
+  assert(!/token|http:/.test(JSON.stringify(r)), JSON.stringify(r));
+  assertStringIncludes(String(body.message), `pml approve ${id}`);
+  assertStringIncludes(String(body.message), "pml approvals --open");
 
   // The agent tries to approve its own write, twice, with each answer.
   for (const decision of ["yes", "always"]) {
@@ -44,8 +49,12 @@ Deno.test("human mode by default for writes: the agent's pml:continue waits; pml
       arguments: { workflow_id: id, decision },
     });
     assertEquals(structured(early).status, "waiting_for_human", textOf(early));
-    assertStringIncludes(textOf(early), "waiting for the human at http://127.0.0.1:");
+    // The text alone (what opencode and Gemini CLI show) names the approval and how to answer.
+    assertStringIncludes(textOf(early), id);
+    assertStringIncludes(textOf(early), `pml approve ${id}`);
+    assert(!/token|http:/.test(JSON.stringify(early)), JSON.stringify(early));
   }
+  assertStringIncludes(human.lines.at(-1)!, `approval ${id} still waits for you: http://127.`);
   assert(!(await exists(join(ws.dir, "out.txt"))), "nothing written before the human decided");
   assert(!ws.read(".pml.json").includes('"filesystem:write_file"],'), "nothing persisted");
 
@@ -64,6 +73,12 @@ Deno.test("human mode by default for writes: the agent's pml:continue waits; pml
   assert(!done.isError, textOf(done));
   assertEquals(ws.read("out.txt"), "hi");
   assertEquals((await pml(ws, "approvals")).stdout, `No pending approval in ${ws.dir}\n`);
+  // The human's yes is in the audit log, as theirs.
+  const audit = ws.read(".pml/audit.log").trim().split("\n").map((l) => JSON.parse(l));
+  const decided = audit.filter((l) => l.event === "approval_decided");
+  assertEquals(decided.map((l) => [l.workflow_id, l.decision, l.by, l.via, l.tool]), [
+    [id, "yes", "user", "cli", "filesystem:write_file"],
+  ]);
 });
 
 Deno.test("pml deny refuses the call; pml approve --always persists the tool; a wrong id is a clear error", async () => {
@@ -227,4 +242,43 @@ Deno.test("a tool cannot write the approval store: forging a human decision is r
   });
   assertEquals(structured(still).status, "waiting_for_human");
   assert(!(await exists(join(ws.dir, "x.txt"))));
+});
+
+/** The bytes under `.pml/approvals/`. */
+function storedBytes(dir: string): number {
+  let total = 0;
+  for (const e of Deno.readDirSync(join(dir, ".pml/approvals"))) {
+    total += Deno.statSync(join(dir, ".pml/approvals", e.name)).size;
+  }
+  return total;
+}
+
+Deno.test("what an approval stores is bounded: a 10 KB call nesting an array 5,000 deep stores ~20 KB (not 100 MB); past 2 MB the call is refused with what to do, nothing stored or run", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const human = humanLines();
+  await using g = await gatewayFor(ws, { tell: human.tell });
+  let deep: unknown = [];
+  for (let i = 0; i < 5000; i++) deep = [deep];
+  const args = { path: "deep.txt", content: "x", nested: deep };
+  assert(JSON.stringify(args).length < 11_000);
+  const r = await g.client.callTool({ name: "filesystem__write_file", arguments: args });
+  assertEquals(structured(r).status, "approval_required", textOf(r));
+  const bytes = storedBytes(ws.dir);
+  assert(bytes < 40_000, `${bytes} bytes stored`);
+  // The page and the CLI show it without blowing up either.
+  const listed = await pml(ws, "approvals", "--json");
+  assert(listed.stdout.length < 200_000, `${listed.stdout.length} characters listed`);
+  const page = await enterPage(human.lastLink());
+  assertEquals(page.status, 200);
+  assert(page.page.length < 400_000, `${page.page.length} characters of page`);
+
+  const big = await g.client.callTool({
+    name: "filesystem__write_file",
+    arguments: { path: "big.txt", content: "y".repeat(3 * 1024 * 1024) },
+  });
+  assert(big.isError, textOf(big));
+  assertStringIncludes(textOf(big), 'Cannot ask for approval of "filesystem:write_file"');
+  assertStringIncludes(textOf(big), "more than an approval may hold (2.0 MB)");
+  assertEquals(storedBytes(ws.dir), bytes, "nothing more stored");
+  assert(!(await exists(join(ws.dir, "big.txt"))));
 });

@@ -18,7 +18,9 @@ import {
   type ApprovalRequest,
   DECISION_SCHEMA,
   type Elicit,
+  ElicitationDeclinedByClient,
   ElicitationUnanswered,
+  HUMAN_MIN_MS,
 } from "../permission/approvals.ts";
 import type { CallChannel, Gateway } from "./gateway.ts";
 
@@ -28,8 +30,9 @@ export const PML_VERSION = "0.1.0";
 const INSTRUCTIONS = "PML routes each tool call to local execution (your files, sandboxed to the " +
   "workspace) or to the PML server. Some calls need approval: when a result has " +
   '"status":"approval_required", ask the user and answer with pml__continue. When it says ' +
-  '"approval_mode":"human", only the user can decide: show them its approval_url (or ' +
-  "`pml approve <workflow_id>`), then call pml__continue to get the result.";
+  '"approval_mode":"human", only the user can decide: tell them its workflow_id and that they ' +
+  "run `pml approve <workflow_id>` (or `pml approvals --open`) in a terminal of the workspace, " +
+  "then call pml__continue to get the result.";
 
 /**
  * How long PML waits for the human to answer an elicitation before it falls back to
@@ -45,7 +48,8 @@ const DECISIONS: readonly string[] = ["yes", "always", "no"];
 
 /**
  * Asks one approval by `elicitation/create`. `accept` with a decision → that decision; `decline`
- * → `no` (the human refused); `cancel`, a failed request, no answer within
+ * → `no` (the human refused), or {@link ElicitationDeclinedByClient} when it came back within
+ * `humanMinMs` (still a no, but nobody was asked); `cancel`, a failed request, no answer within
  * {@link ELICITATION_TIMEOUT_MS}, or an `accept` without a valid decision → {@link
  * ElicitationUnanswered}: nobody decided, and the approval falls back to `approval_required`.
  */
@@ -57,8 +61,10 @@ async function elicitDecision(
     options: { timeout: number },
   ) => Promise<{ action: string; content?: Record<string, unknown> }>,
   timeoutMs: number,
+  clock: { now: () => number; humanMinMs: number },
 ): Promise<ApprovalDecision> {
   let answer: { action: string; content?: Record<string, unknown> };
+  const asked = clock.now();
   try {
     answer = await sendRequest(
       {
@@ -72,7 +78,11 @@ async function elicitDecision(
     const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
     throw new ElicitationUnanswered(timedOut ? "timeout" : "error", (err as Error).message);
   }
-  if (answer.action === "decline") return "no";
+  if (answer.action === "decline") {
+    const ms = Math.max(0, Math.round(clock.now() - asked));
+    if (ms < clock.humanMinMs) throw new ElicitationDeclinedByClient(ms);
+    return "no";
+  }
   const decision = answer.content?.decision;
   if (answer.action === "accept" && DECISIONS.includes(decision as string)) {
     return decision as ApprovalDecision;
@@ -87,6 +97,10 @@ async function elicitDecision(
 export interface McpServerOptions {
   /** How long an elicitation may stay unanswered (default {@link ELICITATION_TIMEOUT_MS}). */
   readonly elicitationTimeoutMs?: number;
+  /** A `decline` sooner than this is the client's, not a person's (default {@link HUMAN_MIN_MS}). */
+  readonly humanMinMs?: number;
+  /** The clock that times elicitations (default `performance.now`). */
+  readonly now?: () => number;
 }
 
 /**
@@ -95,6 +109,10 @@ export interface McpServerOptions {
  */
 export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): Server {
   const elicitationTimeoutMs = opts.elicitationTimeoutMs ?? ELICITATION_TIMEOUT_MS;
+  const clock = {
+    now: opts.now ?? (() => performance.now()),
+    humanMinMs: opts.humanMinMs ?? HUMAN_MIN_MS,
+  };
   const server = new Server(
     { name: "pml", version: PML_VERSION },
     {
@@ -113,7 +131,7 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
     CallToolRequestSchema,
     async (request, extra): Promise<CallToolResult> => {
       const elicit: Elicit | undefined = server.getClientCapabilities()?.elicitation
-        ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs)
+        ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs, clock)
         : undefined;
       const token = request.params._meta?.progressToken;
       const sampling = server.getClientCapabilities()?.sampling;

@@ -25,6 +25,12 @@ export interface StoredDecision {
   readonly at: number;
 }
 
+/**
+ * The most one stored approval may take (bytes of compact JSON). Arguments past it cannot be
+ * reviewed on a page anyway; the call is refused with what to do instead.
+ */
+export const MAX_STORED_APPROVAL_BYTES = 2 * 1024 * 1024;
+
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
@@ -42,8 +48,25 @@ export class ApprovalStore {
     this.#now = now;
   }
 
+  /**
+   * Stores a pending approval as compact JSON (indentation would grow with the square of the
+   * arguments' nesting). Over {@link MAX_STORED_APPROVAL_BYTES}: `APPROVAL_TOO_LARGE`, nothing
+   * written.
+   */
   async put(approval: StoredApproval): Promise<void> {
-    await writeFileAtomic(this.#path(approval.id), JSON.stringify(approval, null, 2) + "\n");
+    const text = JSON.stringify(approval) + "\n";
+    const bytes = new TextEncoder().encode(text).length;
+    if (bytes > MAX_STORED_APPROVAL_BYTES) {
+      const what = String(approval.context.tool ?? approval.type);
+      throw new PmlError(
+        "APPROVAL_TOO_LARGE",
+        `Cannot ask for approval of "${what}": the call's arguments take ${mb(bytes)} MB, more ` +
+          `than an approval may hold (${mb(MAX_STORED_APPROVAL_BYTES)} MB) for a human to ` +
+          `review; nothing was run. Make smaller calls (write a file in parts), or allow the ` +
+          `tool in .pml.json.`,
+      );
+    }
+    await writeFileAtomic(this.#path(approval.id), text);
   }
 
   /** The approval `id` while it is pending and unexpired, else `undefined`. */
@@ -118,6 +141,10 @@ export class ApprovalStore {
   #path(id: string, kind = ""): string {
     return join(this.dir, `${id}${kind}.json`);
   }
+}
+
+function mb(bytes: number): string {
+  return (bytes / 1024 / 1024).toFixed(1);
 }
 
 async function readJson<T>(path: string): Promise<T | undefined> {

@@ -1,6 +1,7 @@
 import type { CallToolResult } from "../sdk/types.ts";
-import { PmlError } from "../errors.ts";
+import { isPmlError, PmlError } from "../errors.ts";
 import type { ApprovalMode, ApprovalStore, StoredApproval } from "./approval_store.ts";
+import { howHumanAnswers, type HumanChannel } from "./human_channel.ts";
 
 /** What an approval is about (DESIGN §5). */
 export type ApprovalType =
@@ -51,8 +52,44 @@ export class ElicitationUnanswered extends Error {
   }
 }
 
-/** Who gave a decision: the human through elicitation, or the agent through `pml:continue`. */
-export type DecidedBy = "user" | "agent";
+/**
+ * Thrown by an {@link Elicit} when the client declined faster than a person can read the question
+ * ({@link HUMAN_MIN_MS}): a "no", but nobody was asked, and the result and audit say so.
+ */
+export class ElicitationDeclinedByClient extends Error {
+  constructor(readonly ms: number) {
+    super(`The client declined the question in ${ms} ms, before a person could have answered`);
+    this.name = "ElicitationDeclinedByClient";
+  }
+}
+
+/**
+ * A `decline` that comes back sooner than this was not a person's answer: reading the question
+ * and choosing takes longer. Codex's bypass flag, for instance, declines every elicitation at once.
+ */
+export const HUMAN_MIN_MS = 1500;
+
+/**
+ * Who gave a decision: the human (elicitation, the page, `pml approve`), the agent
+ * (`pml:continue`), or the client on its own (a `decline` faster than {@link HUMAN_MIN_MS}).
+ */
+export type DecidedBy = "user" | "agent" | "client";
+
+/** How a decision was given, for the audit log and the result's wording. */
+export interface DecisionDetail {
+  readonly via: "elicitation" | "page" | "cli" | "pml:continue";
+  /** How long the client took to decline (`by: "client"`). */
+  readonly ms?: number;
+}
+
+/** Who refused, in words for a result: "the user refused", "the client declined … (12 ms)". */
+export function refusedBy(by: DecidedBy, detail?: DecisionDetail): string {
+  if (by === "user") return "the user refused";
+  if (by === "agent") return "pml:continue refused";
+  return `the client declined the question in ${detail?.ms ?? 0} ms, faster than a person can ` +
+    `answer: nobody was asked (PML takes it as a no; approve it in the client's own prompt or ` +
+    `allow the tool in .pml.json)`;
+}
 
 /** The channel an approval is asked through. */
 export interface AskVia {
@@ -71,14 +108,33 @@ export interface ApprovalRequired {
   description: string;
   context: Record<string, unknown>;
   options: ApprovalDecision[];
-  /** `human`: only a human decides, on the page (`approval_url`) or with `pml approve`. */
+  /** `human`: only a human decides, on the page or with `pml approve` ({@link howHumanAnswers}). */
   approval_mode?: ApprovalMode;
-  approval_url?: string;
   message?: string;
 }
 
+/** What `pml:continue` answers while a human approval is undecided. No link: the id and how. */
+export interface WaitingForHuman {
+  status: "waiting_for_human";
+  workflow_id: string;
+  message: string;
+}
+
 /** Turns the decision into the call's result (runs the approved call, or explains the refusal). */
-export type Resume = (decision: ApprovalDecision, by: DecidedBy) => Promise<CallToolResult>;
+export type Resume = (
+  decision: ApprovalDecision,
+  by: DecidedBy,
+  detail?: DecisionDetail,
+) => Promise<CallToolResult>;
+
+/** A decision as the audit log records it. */
+export interface Decided {
+  readonly request: ApprovalRequest;
+  readonly workflowId?: string;
+  readonly decision: ApprovalDecision;
+  readonly by: DecidedBy;
+  readonly detail: DecisionDetail;
+}
 
 interface Pending {
   readonly request: ApprovalRequest;
@@ -109,8 +165,8 @@ export class Approvals {
   ) => Promise<void> | void;
   readonly #store?: ApprovalStore;
   readonly #mode: (request: ApprovalRequest) => ApprovalMode;
-  readonly #link?: () => Promise<string>;
-  readonly #tell?: (line: string) => void;
+  readonly #human?: HumanChannel;
+  readonly #onDecided?: (decided: Decided) => Promise<void> | void;
   #revive?: Revive;
 
   constructor(
@@ -126,10 +182,10 @@ export class Approvals {
       store?: ApprovalStore;
       /** Who may decide `request` (default: the agent). */
       mode?: (request: ApprovalRequest) => ApprovalMode;
-      /** A fresh one-time link to the approval page (human mode). */
-      link?: () => Promise<string>;
-      /** Tells the human (stderr) that an approval waits for them. */
-      tell?: (line: string) => void;
+      /** Tells the human that an approval waits for them (stderr, notification, with a link). */
+      human?: HumanChannel;
+      /** Told of every decision, whoever gave it (for the audit log). */
+      onDecided?: (decided: Decided) => Promise<void> | void;
     } = {},
   ) {
     this.#ttlMs = opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
@@ -137,8 +193,8 @@ export class Approvals {
     this.#onUnanswered = opts.onUnanswered;
     this.#store = opts.store;
     this.#mode = opts.mode ?? (() => "agent");
-    this.#link = opts.link;
-    this.#tell = opts.tell;
+    this.#human = opts.human;
+    this.#onDecided = opts.onDecided;
   }
 
   /** How a stored approval's call is rebuilt after a restart (set by the gateway). */
@@ -160,26 +216,41 @@ export class Approvals {
       try {
         decision = await via.elicit(request);
       } catch (err) {
+        if (err instanceof ElicitationDeclinedByClient) {
+          return await this.#decided(request, undefined, resume, "no", "client", {
+            via: "elicitation",
+            ms: err.ms,
+          });
+        }
         if (!(err instanceof ElicitationUnanswered)) throw err;
         await this.#onUnanswered?.(request, err);
       }
-      if (decision) return await resume(decision, "user");
+      if (decision) {
+        return await this.#decided(request, undefined, resume, decision, "user", {
+          via: "elicitation",
+        });
+      }
     }
     this.#sweep();
     const workflowId = crypto.randomUUID();
     const mode = this.#store ? this.#mode(request) : "agent";
     const now = this.#now();
     const expiresAt = now + this.#ttlMs;
+    try {
+      await this.#store?.put({
+        id: workflowId,
+        ...request,
+        mode,
+        createdAt: now,
+        expiresAt,
+        session: via.session,
+        replay: via.replay,
+      });
+    } catch (err) {
+      if (!isPmlError(err, "APPROVAL_TOO_LARGE")) throw err;
+      return { content: [{ type: "text", text: err.message }], isError: true };
+    }
     this.#pending.set(workflowId, { request, resume, expiresAt, session: via.session, mode });
-    await this.#store?.put({
-      id: workflowId,
-      ...request,
-      mode,
-      createdAt: now,
-      expiresAt,
-      session: via.session,
-      replay: via.replay,
-    });
     const body: ApprovalRequired = {
       status: "approval_required",
       approval_type: request.type,
@@ -189,11 +260,13 @@ export class Approvals {
       options: ["yes", "always", "no"],
     };
     if (mode === "human") {
-      const url = await this.#link?.();
       body.approval_mode = "human";
-      if (url) body.approval_url = url;
-      body.message = humanMessage(workflowId, url);
-      this.#tell?.(`pml: approval needed: ${request.description}\n  ${body.message}\n`);
+      body.message = howHumanAnswers(workflowId);
+      await this.#human?.approvalWaiting({
+        workflowId,
+        description: request.description,
+        reminder: false,
+      });
     }
     return {
       content: [{ type: "text", text: JSON.stringify(body) }],
@@ -202,8 +275,9 @@ export class Approvals {
   }
 
   /**
-   * Answers a pending approval (the `pml:continue` tool). Each workflow id is answered once, and
-   * only from the session that was asked.
+   * Answers a pending approval (the `pml:continue` tool). Each workflow id is answered once. An
+   * agent's decision comes only from the session that was asked; a human's decision (human mode)
+   * is taken up by whichever session continues, over stdio and HTTP alike.
    */
   async continue(
     workflowId: string,
@@ -212,7 +286,7 @@ export class Approvals {
   ): Promise<CallToolResult> {
     this.#sweep();
     const pending = this.#pending.get(workflowId) ?? await this.#revived(workflowId);
-    if (pending && pending.session !== session) {
+    if (pending && pending.mode !== "human" && pending.session !== session) {
       throw new PmlError(
         "APPROVAL_OTHER_SESSION",
         `The approval "${workflowId}" was asked in another MCP session; only that session can answer it`,
@@ -227,15 +301,29 @@ export class Approvals {
       );
     }
     let by: DecidedBy = "agent";
+    let detail: DecisionDetail = { via: "pml:continue" };
     if (pending.mode === "human") {
       const human = await this.#store?.decision(workflowId);
-      if (!human) return await this.#waiting(workflowId);
+      if (!human) return await this.#waiting(workflowId, pending.request);
       decision = human.decision;
       by = "user";
+      detail = { via: human.via };
     }
     this.#pending.delete(workflowId);
     await this.#store?.remove(workflowId);
-    return await pending.resume(decision, by);
+    return await this.#decided(pending.request, workflowId, pending.resume, decision, by, detail);
+  }
+
+  async #decided(
+    request: ApprovalRequest,
+    workflowId: string | undefined,
+    resume: Resume,
+    decision: ApprovalDecision,
+    by: DecidedBy,
+    detail: DecisionDetail,
+  ): Promise<CallToolResult> {
+    await this.#onDecided?.({ request, workflowId, decision, by, detail });
+    return await resume(decision, by, detail);
   }
 
   /** The stored approval `id` with a rebuilt continuation (after a restart), if possible. */
@@ -254,19 +342,20 @@ export class Approvals {
     return pending;
   }
 
-  async #waiting(id: string): Promise<CallToolResult> {
-    const url = await this.#link?.();
-    const body = {
+  async #waiting(id: string, request: ApprovalRequest): Promise<CallToolResult> {
+    const body: WaitingForHuman = {
       status: "waiting_for_human",
       workflow_id: id,
-      ...(url ? { approval_url: url } : {}),
-      message: `Not run: waiting for the human at ${url ?? "the terminal"}. ${
-        humanMessage(id, url)
-      }`,
+      message: `Not run yet: waiting for a human to decide. ${howHumanAnswers(id)}`,
     };
+    await this.#human?.approvalWaiting({
+      workflowId: id,
+      description: request.description,
+      reminder: true,
+    });
     return {
       content: [{ type: "text", text: body.message }],
-      structuredContent: body,
+      structuredContent: body as unknown as Record<string, unknown>,
     };
   }
 
@@ -280,12 +369,6 @@ export class Approvals {
     const now = this.#now();
     for (const [id, p] of this.#pending) if (p.expiresAt <= now) this.#pending.delete(id);
   }
-}
-
-function humanMessage(id: string, url: string | undefined): string {
-  return `A human must decide${url ? ` at ${url}` : ""} or with \`pml approve ${id}\` ` +
-    `(or \`pml deny ${id}\`) in a terminal of this workspace; then call pml__continue with ` +
-    `this workflow_id to get the result. The agent cannot approve it.`;
 }
 
 /** The JSON schema of the elicitation form: one required choice. */

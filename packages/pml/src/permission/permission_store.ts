@@ -11,23 +11,31 @@ export class PermissionStore {
   #permissions: Permissions;
   readonly #configPath: string;
   readonly #write: (text: string) => Promise<void>;
+  #fromFile: boolean;
 
   /**
    * `write` stores the new `.pml.json` text (default: an atomic write; the gateway passes
-   * `writeHumanConfig`, which keeps the workspace's trust).
+   * `writeHumanConfig`, which keeps the workspace's trust). `fromFile`: the permissions come from
+   * `.pml.json` (default), not from the built-in defaults.
    */
   constructor(
     permissions: Permissions,
     configPath: string,
-    write: (text: string) => Promise<void> = (text) => writeFileAtomic(configPath, text),
+    opts: { write?: (text: string) => Promise<void>; fromFile?: boolean } = {},
   ) {
     this.#permissions = permissions;
     this.#configPath = configPath;
-    this.#write = write;
+    this.#write = opts.write ?? ((text) => writeFileAtomic(configPath, text));
+    this.#fromFile = opts.fromFile ?? true;
   }
 
   get current(): Permissions {
     return this.#permissions;
+  }
+
+  /** True when the permissions come from `.pml.json`, false while the built-in defaults apply. */
+  get fromFile(): boolean {
+    return this.#fromFile;
   }
 
   check(toolId: string): Decision {
@@ -55,6 +63,7 @@ export class PermissionStore {
     const ask = (perms.ask ?? []).filter((p) => p !== toolId);
     file.permissions = { ...perms, allow, ask, deny: perms.deny ?? [] };
     await this.#write(JSON.stringify(file, null, 2) + "\n");
+    this.#fromFile = true;
     this.#permissions = Object.freeze({
       allow: [...this.#permissions.allow.filter((p) => p !== toolId), toolId],
       ask: this.#permissions.ask.filter((p) => p !== toolId),

@@ -15,6 +15,8 @@ export interface Browser extends AsyncDisposable {
   clickAndWait(selector: string): Promise<void>;
   /** A PNG of the viewport. */
   screenshot(): Promise<Uint8Array>;
+  /** Every cookie the browser holds (name, value, domain), as an attacker with the profile would see them. */
+  cookies(): Promise<{ name: string; value: string; domain: string }[]>;
 }
 
 /** The Chromium binary, or `undefined` when it is not installed. */
@@ -95,6 +97,12 @@ export async function launchChromium(): Promise<Browser> {
       async screenshot() {
         const r = await cdp.send("Page.captureScreenshot", { format: "png" }) as { data: string };
         return Uint8Array.from(atob(r.data), (c) => c.charCodeAt(0));
+      },
+      async cookies() {
+        const r = await cdp.send("Storage.getCookies") as {
+          cookies: { name: string; value: string; domain: string }[];
+        };
+        return r.cookies;
       },
       async [Symbol.asyncDispose]() {
         cdp.close();

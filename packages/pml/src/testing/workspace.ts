@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { type Config, loadConfig } from "../config/config.ts";
 import { createGateway, type GatewayOptions } from "../gateway/create_gateway.ts";
 import type { Gateway } from "../gateway/gateway.ts";
-import { createMcpServer } from "../gateway/mcp_server.ts";
+import { createMcpServer, type McpServerOptions } from "../gateway/mcp_server.ts";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
 import { ApprovalStore, type StoredApproval } from "../permission/approval_store.ts";
@@ -111,10 +111,12 @@ export async function connectClient(
     elicit?: (message: string) => Decision | "decline";
     /** Declares `sampling` and answers `sampling/createMessage` with this. */
     sample?: SampleHandler;
+    /** Options of the MCP face (a `humanMinMs` of 0 takes an instant `decline` as a person's). */
+    mcp?: McpServerOptions;
   } = {},
 ): Promise<Client & AsyncDisposable> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const server = createMcpServer(gateway);
+  const server = createMcpServer(gateway, opts.mcp);
   await server.connect(serverSide);
   const client = new Client(
     { name: "test", version: "1" },
@@ -157,16 +159,42 @@ export async function gatewayFor(
     env?: Record<string, string>;
     elicit?: (m: string) => Decision | "decline";
     sample?: SampleHandler;
+    mcp?: McpServerOptions;
   } = {},
 ): Promise<{ gateway: Gateway; client: Client } & AsyncDisposable> {
   const gateway = createGateway(testConfig(ws, opts.env), { prewarm: false, ...opts });
-  const client = await connectClient(gateway, { elicit: opts.elicit, sample: opts.sample });
+  const client = await connectClient(gateway, {
+    elicit: opts.elicit,
+    sample: opts.sample,
+    mcp: opts.mcp,
+  });
   return {
     gateway,
     client,
     async [Symbol.asyncDispose]() {
       await client.close();
       await gateway.close();
+    },
+  };
+}
+
+/**
+ * Collects what `pml` tells the human (its stderr lines, through `tell`) and reads the approval
+ * page links out of them.
+ */
+export function humanLines(): {
+  tell: (line: string) => void;
+  lines: string[];
+  lastLink(): string;
+} {
+  const lines: string[] = [];
+  return {
+    tell: (line) => lines.push(line),
+    lines,
+    lastLink() {
+      const links = lines.join("\n").match(/http:\/\/127\.[0-9.]+:\d+\/\?token=[0-9a-f]+/g);
+      if (!links) throw new Error(`no approval link was told to the human: ${lines.join("\n")}`);
+      return links[links.length - 1];
     },
   };
 }
