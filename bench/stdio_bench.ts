@@ -164,7 +164,7 @@ const mb = (kb: number) => (kb / 1024).toFixed(1);
  */
 async function memoryFloorKb(): Promise<number> {
   const launcher = Deno.readTextFileSync(join(ROOT, "bin", "pml"));
-  const stdioFlags = launcher.match(/\*\) v8=(\S+) ;;/)?.[1];
+  const stdioFlags = launcher.match(/\*\) v8=(\S+)[ ;]/)?.[1];
   if (!stdioFlags) throw new Error("stdio bench: no V8 flags for `pml stdio` found in bin/pml");
   const transport = new StdioClientTransport({
     command: Deno.execPath(),
