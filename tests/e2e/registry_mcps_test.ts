@@ -140,7 +140,7 @@ async function describedAs(
  */
 async function humanDecides(
   pml: { callTool(p: { name: string; arguments: Record<string, unknown> }): Promise<unknown> },
-  ws: { dir: string },
+  ws: { dir: string; home: string },
   asked: unknown,
   hidden: string,
   decision: "yes" | "no",
@@ -149,7 +149,7 @@ async function humanDecides(
   assertEquals(body.approval_type, "integrity", JSON.stringify(asked));
   assertEquals(body.approval_mode, "human");
   assert(!JSON.stringify(asked).includes(hidden), "the agent never sees the new text");
-  await new ApprovalStore(ws.dir).decide(body.workflow_id, decision, "cli");
+  await new ApprovalStore(ws.dir, join(ws.home, ".pml")).decide(body.workflow_id, decision, "cli");
   return await pml.callTool({
     name: "pml:continue",
     arguments: { workflow_id: body.workflow_id, decision },

@@ -7,6 +7,7 @@
  * Next to each wall, the ordinary work: the human's channel shows the difference and their "yes"
  * runs the call.
  */
+import { join } from "node:path";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
 import type { MetadataSource } from "../../packages/pml/src/deps/metadata.ts";
 import { routeFetch, testRegistry } from "../../packages/pml/src/registry/_testing.ts";
@@ -86,6 +87,12 @@ Deno.test("integrity attack: a changed registry module's description never reach
     for (const seen of agentSaw) {
       assert(!JSON.stringify(seen).includes(payload.slice(0, 20)), JSON.stringify(seen));
     }
+    // 4. No file in the workspace holds it either (the agent's read tools and shell see every
+    // file there, the pending approvals under .pml/approvals included).
+    attempts++;
+    for (const file of filesUnder(ws.dir)) {
+      assert(!Deno.readTextFileSync(file).includes(payload.slice(0, 20)), file);
+    }
     // The human's channel shows the whole difference; their "yes" runs the new code.
     assertStringIncludes(
       (await storedApproval(ws, body.workflow_id)).forHuman!.description,
@@ -96,7 +103,7 @@ Deno.test("integrity attack: a changed registry module's description never reach
       "ran: Says hel",
     );
   }
-  assertEquals(attempts, 4 * PAYLOADS.length);
+  assertEquals(attempts, 5 * PAYLOADS.length);
 });
 
 /** A registry's stdio metadata (the catalogue's memory server, as "memtwo"), editable. */
@@ -191,3 +198,11 @@ Deno.test("integrity attack: a tool the registry adds after pinning is withheld 
   }
   assertEquals(attempts, 7);
 });
+
+/** Every regular file below `dir` (symlinks not followed). */
+function filesUnder(dir: string): string[] {
+  return [...Deno.readDirSync(dir)].flatMap((e) => {
+    const path = join(dir, e.name);
+    return e.isDirectory ? filesUnder(path) : e.isFile ? [path] : [];
+  });
+}

@@ -7,7 +7,7 @@ import type { CliIo } from "./io.ts";
 
 /** `pml approvals [--json]`: the pending approvals of the workspace. */
 export async function runApprovals(config: Config, io: CliIo, json: boolean): Promise<number> {
-  const list = await new ApprovalStore(config.workspace).list();
+  const list = await new ApprovalStore(config.workspace, config.pmlHome).list();
   if (json) {
     // Indented for people, compact below a few levels (deeply nested arguments stay small).
     io.stdout(shownJson(list, SHOWN_DEPTH + 3) + "\n");
@@ -38,7 +38,7 @@ export async function runDecide(
   io: CliIo,
   opts: { ids: string[]; all: boolean; decision: ApprovalDecision },
 ): Promise<number> {
-  const store = new ApprovalStore(config.workspace);
+  const store = new ApprovalStore(config.workspace, config.pmlHome);
   let ids = opts.ids;
   if (opts.all) {
     if (ids.length > 0) throw new TypeError("give approval ids or --all, not both");

@@ -29,7 +29,7 @@ export async function runApprovalsOpen(
   io: CliIo,
   opts: OpenOptions,
 ): Promise<number> {
-  const store = new ApprovalStore(config.workspace);
+  const store = new ApprovalStore(config.workspace, config.pmlHome);
   const waiting = async () => (await store.list()).filter((a) => !a.decided).length;
   const count = await waiting();
   if (count === 0) {

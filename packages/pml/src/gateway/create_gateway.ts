@@ -151,7 +151,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     pins,
     fetch: opts.remoteFetch,
   });
-  const store = new ApprovalStore(config.workspace, opts.now);
+  const store = new ApprovalStore(config.workspace, config.pmlHome, opts.now);
   const tell = opts.tell ?? ((line: string) => console.error(line.trimEnd()));
   const page = new ApprovalPage(store, config.workspace, {
     why: approvalWhy(() => permissions.current, () => permissions.fromFile),

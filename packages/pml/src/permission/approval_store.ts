@@ -38,13 +38,20 @@ const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * and `pml approve`: one file per approval (`<id>.json`, written by the `pml` that asked) and one
  * per decision (`<id>.decision.json`, created exclusively: the first decision wins, none is lost
  * to a concurrent writer). Expired entries are removed when listed.
+ *
+ * The part only a human may see (`forHuman`: a changed definition's new text, which may be an
+ * injection aimed at the agent) is kept apart, in `<PML home>/approvals/<id>.json`: the workspace
+ * is readable by the agent's read tools and shell, PML's home is not (outside every grant, and on
+ * the OS sandbox's deny list).
  */
 export class ApprovalStore {
   readonly dir: string;
+  readonly humanDir: string;
   readonly #now: () => number;
 
-  constructor(workspace: string, now: () => number = Date.now) {
+  constructor(workspace: string, pmlHome: string, now: () => number = Date.now) {
     this.dir = join(workspace, ".pml", "approvals");
+    this.humanDir = join(pmlHome, "approvals");
     this.#now = now;
   }
 
@@ -54,8 +61,10 @@ export class ApprovalStore {
    * written.
    */
   async put(approval: StoredApproval): Promise<void> {
-    const text = JSON.stringify(approval) + "\n";
-    const bytes = new TextEncoder().encode(text).length;
+    const { forHuman, ...shared } = approval;
+    const text = JSON.stringify(shared) + "\n";
+    const humanText = forHuman ? JSON.stringify({ forHuman }) + "\n" : "";
+    const bytes = new TextEncoder().encode(text + humanText).length;
     if (bytes > MAX_STORED_APPROVAL_BYTES) {
       const what = String(approval.context.tool ?? approval.type);
       throw new PmlError(
@@ -65,6 +74,10 @@ export class ApprovalStore {
           `review; nothing was run. Make smaller calls (write a file in parts), or allow the ` +
           `tool in .pml.json.`,
       );
+    }
+    if (humanText) {
+      await Deno.mkdir(this.humanDir, { recursive: true, mode: 0o700 });
+      await writeFileAtomic(this.#humanPath(approval.id), humanText);
     }
     await writeFileAtomic(this.#path(approval.id), text);
   }
@@ -78,7 +91,8 @@ export class ApprovalStore {
       await this.remove(id);
       return undefined;
     }
-    return approval;
+    const human = await readJson<Pick<StoredApproval, "forHuman">>(this.#humanPath(id));
+    return human?.forHuman ? { ...approval, forHuman: human.forHuman } : approval;
   }
 
   async decision(id: string): Promise<StoredDecision | undefined> {
@@ -136,10 +150,15 @@ export class ApprovalStore {
   async remove(id: string): Promise<void> {
     await Deno.remove(this.#path(id)).catch(() => {});
     await Deno.remove(this.#path(id, ".decision")).catch(() => {});
+    await Deno.remove(this.#humanPath(id)).catch(() => {});
   }
 
   #path(id: string, kind = ""): string {
     return join(this.dir, `${id}${kind}.json`);
+  }
+
+  #humanPath(id: string): string {
+    return join(this.humanDir, `${id}.json`);
   }
 }
 

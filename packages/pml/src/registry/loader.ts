@@ -55,6 +55,16 @@ export interface IntegrityChange {
   readonly tools?: readonly string[];
 }
 
+/**
+ * An integrity change as the audit log keeps it: names and hashes, and how many tool-definition
+ * fields changed, never their text. `.pml/audit.log` lies in the workspace, where the agent's read
+ * tools see it; the new text (a description may carry an injection aimed at the agent) is shown
+ * only on the human's channels.
+ */
+function auditedChanges(changes: readonly IntegrityChange[]) {
+  return changes.map(({ tools, ...rest }) => ({ ...rest, toolFieldsChanged: tools?.length ?? 0 }));
+}
+
 /** What {@link RegistryLoader.load} found. */
 export type LoadOutcome =
   | { readonly kind: "ready"; readonly module: LoadedModule }
@@ -148,7 +158,7 @@ export class RegistryLoader {
     await this.#d.audit.write("integrity", {
       tool: toolId,
       event: "changed",
-      changes: done.changes,
+      changes: auditedChanges(done.changes),
     });
     return {
       kind: "integrity",
@@ -157,7 +167,7 @@ export class RegistryLoader {
         await this.#d.audit.write("integrity", {
           tool: toolId,
           event: "approved",
-          changes: done.changes,
+          changes: auditedChanges(done.changes),
         });
         return remember(await this.#commit(done, toolId));
       },
@@ -166,7 +176,11 @@ export class RegistryLoader {
 
   /** Refusal of an integrity change (audit line; the lock keeps the old hash). */
   async refuse(toolId: string, changes: readonly IntegrityChange[]): Promise<void> {
-    await this.#d.audit.write("integrity", { tool: toolId, event: "refused", changes });
+    await this.#d.audit.write("integrity", {
+      tool: toolId,
+      event: "refused",
+      changes: auditedChanges(changes),
+    });
   }
 
   async #fetchRoot(

@@ -215,7 +215,7 @@ export async function humanDecides(
   id: string,
   decision: Decision,
 ): Promise<CallToolResult> {
-  await new ApprovalStore(ws.dir).decide(id, decision, "cli");
+  await new ApprovalStore(ws.dir, join(ws.home, ".pml")).decide(id, decision, "cli");
   return await client.callTool({
     name: "pml:continue",
     arguments: { workflow_id: id, decision },
@@ -224,7 +224,7 @@ export async function humanDecides(
 
 /** The stored (human-channel) form of the pending approval `id`. */
 export async function storedApproval(ws: TempWorkspace, id: string): Promise<StoredApproval> {
-  const stored = await new ApprovalStore(ws.dir).get(id);
+  const stored = await new ApprovalStore(ws.dir, join(ws.home, ".pml")).get(id);
   if (!stored) throw new Error(`no pending approval "${id}" in ${ws.dir}`);
   return stored;
 }
