@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { PmlError } from "../errors.ts";
 import { writeFileAtomic } from "../config/write_json.ts";
+import { type ClientName, CLIENTS } from "../cli/client_configs.ts";
 import {
   type ClientEntry,
   codexEntry,
@@ -26,17 +27,12 @@ import {
   opencodeEntry,
 } from "./client_entry.ts";
 
-/** The clients `pml import --from` knows. */
-export const IMPORT_CLIENTS = [
-  "claude",
-  "cursor",
-  "vscode",
-  "gemini",
-  "codex",
-  "opencode",
-  "qwen",
-] as const;
-export type ImportClient = typeof IMPORT_CLIENTS[number];
+/**
+ * The clients `pml import --from` knows: the ones `pml init` writes for (one list, so a client added
+ * to `pml init` does not type-check until import reads its file too).
+ */
+export const IMPORT_CLIENTS = CLIENTS;
+export type ImportClient = ClientName;
 
 /** One configuration file and where its servers live in it. */
 export interface ClientFile {
