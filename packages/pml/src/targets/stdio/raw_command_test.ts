@@ -10,7 +10,22 @@ import { gatewayFor, tempWorkspace, textOf } from "../../testing/workspace.ts";
 import type { StdioTarget } from "./stdio_target.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..", "..", "..");
-const FIXTURE = join(ROOT, "tests", "fixtures", "sampling_server.mjs");
+const FIXTURE = join(ROOT, "tests", "fixtures", "plain_server.mjs");
+
+/**
+ * The fixture server copied into a package folder of its own under the system's temporary folder:
+ * outside the workspace and outside every home, wherever the repository was cloned (a clone under
+ * a home is another user's home to the sandbox, whose HOME is the test's own).
+ */
+function serverOutside(): AsyncDisposable & { script: string } {
+  const dir = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-raw-server-" }));
+  Deno.writeTextFileSync(join(dir, "package.json"), '{ "name": "raw-server", "type": "module" }\n');
+  Deno.copyFileSync(FIXTURE, join(dir, "server.mjs"));
+  return {
+    script: join(dir, "server.mjs"),
+    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+  };
+}
 
 function workspace(install: { command: string; args: string[] }) {
   return tempWorkspace({
@@ -21,7 +36,8 @@ function workspace(install: { command: string; args: string[] }) {
 }
 
 Deno.test("raw node server outside the workspace, no grants declared: its own files are readable; its tools come from the server and are pinned", async () => {
-  await using ws = workspace({ command: "node", args: [FIXTURE] });
+  await using server = serverOutside();
+  await using ws = workspace({ command: "node", args: [server.script] });
   await using g = await gatewayFor(ws, { elicit: () => "yes" });
   const before = (await g.client.listTools()).tools.map((t) => t.name);
   assert(!before.includes("raw__ask"), "not run before its run is approved");
@@ -32,6 +48,11 @@ Deno.test("raw node server outside the workspace, no grants declared: its own fi
   const lock = JSON.parse(ws.read(".pml/mcp.lock")).entries["pml.mcp.raw.server"];
   assert(lock.tools.ask.startsWith("sha256-"));
   assertEquals(lock.package, undefined, "a raw command pins its command, not a package");
+  const r = await g.client.callTool({
+    name: "raw__ask",
+    arguments: { prompt: "read from its own folder" },
+  });
+  assertEquals(textOf(r), "read from its own folder");
 });
 
 Deno.test("a runtime that is not on the PATH is said at once, in PML's words", async () => {
