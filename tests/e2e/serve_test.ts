@@ -104,6 +104,85 @@ Deno.test("e2e serve: a foreign Host or Origin is refused (DNS rebinding)", asyn
   assert((await ok.listTools()).tools.length > 0);
 });
 
+/** A raw Streamable HTTP session on `url`: the answers' form is what the test looks at. */
+async function rawSession(url: string, capabilities: Record<string, unknown>) {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+  };
+  const post = async (message: Record<string, unknown>) => {
+    const res = await fetch(url, { method: "POST", headers, body: JSON.stringify(message) });
+    return { type: res.headers.get("content-type") ?? "", text: await res.text(), res };
+  };
+  const init = await post({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities,
+      clientInfo: { name: "raw", version: "1" },
+    },
+  });
+  headers["mcp-session-id"] = init.res.headers.get("mcp-session-id")!;
+  headers["mcp-protocol-version"] = "2025-06-18";
+  assertEquals(
+    (await post({ jsonrpc: "2.0", method: "notifications/initialized" })).res.status,
+    202,
+  );
+  return post;
+}
+
+Deno.test("e2e serve: a call is answered in plain JSON when nothing else can go back on it, on an SSE stream when the client can be asked or wants progress", async () => {
+  await using ws = tempWorkspace(PML_JSON);
+  ws.write("r.txt", "R");
+  await using serve = await spawnServe(ws);
+  const read = (id: number, meta?: Record<string, unknown>) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: {
+      name: "filesystem__read_file",
+      arguments: { path: "r.txt" },
+      ...(meta ? { _meta: meta } : {}),
+    },
+  });
+
+  const quiet = await rawSession(serve.url, {});
+  const plain = await quiet(read(1));
+  assertEquals(plain.type, "application/json");
+  const answer = JSON.parse(plain.text);
+  assertEquals(answer.id, 1);
+  assertEquals(answer.result.content[0].text, "R");
+  const withProgress = await quiet(read(2, { progressToken: "p" }));
+  assertEquals(withProgress.type, "text/event-stream");
+  assertStringIncludes(withProgress.text, '"id":2');
+  // Both forms at once in one session: each answer goes back in its own.
+  const mixed = await Promise.all(
+    Array.from(
+      { length: 8 },
+      (_, i) => quiet(read(10 + i, i % 2 ? { progressToken: i } : undefined)),
+    ),
+  );
+  for (const [i, r] of mixed.entries()) {
+    assertEquals(r.type, i % 2 ? "text/event-stream" : "application/json");
+    assertStringIncludes(r.text, `"id":${10 + i}`);
+    assertStringIncludes(r.text, '"text":"R"');
+  }
+  // A batch of two in one POST: one JSON array.
+  const both = await quiet([read(3), read(4)] as unknown as Record<string, unknown>);
+  assertEquals(JSON.parse(both.text).map((m: { id: number }) => m.id).sort(), [3, 4]);
+  // Bad input still gets the SDK's refusals.
+  assertEquals((await quiet({ jsonrpc: "2.0", id: 5 })).res.status, 400);
+
+  for (const capabilities of [{ elicitation: {} }, { sampling: {} }]) {
+    const askable = await rawSession(serve.url, capabilities);
+    const streamed = await askable(read(1));
+    assertEquals(streamed.type, "text/event-stream", JSON.stringify(capabilities));
+    assertStringIncludes(streamed.text, '"text":"R"');
+  }
+});
+
 Deno.test("e2e serve: sessions run concurrently (one waits on the human while another completes); SIGTERM closes the sandboxes", async () => {
   await using ws = tempWorkspace(PML_JSON);
   ws.write("r.txt", "R");

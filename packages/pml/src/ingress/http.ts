@@ -1,9 +1,14 @@
 import type { Server } from "../sdk/server.ts";
-import { WebStandardStreamableHTTPServerTransport } from "../sdk/http_server.ts";
+import {
+  DEFAULT_MAX_REQUEST_BODY_SIZE,
+  readRequestBody,
+  requestBodyTooLargeMessage,
+} from "../sdk/http_server.ts";
 import { isInitializeRequest } from "../sdk/types.ts";
 import { PmlError } from "../errors.ts";
 import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
+import { AnswerModeTransport, answersInJson } from "./answer_mode.ts";
 
 /** Options of {@link serveHttp}. */
 export interface ServeHttpOptions {
@@ -26,7 +31,7 @@ export interface HttpIngress {
 }
 
 interface Session {
-  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly transport: AnswerModeTransport;
   readonly server: Server;
 }
 
@@ -34,7 +39,8 @@ interface Session {
  * Serves `gateway` over MCP Streamable HTTP on `127.0.0.1:PORT/mcp` (DESIGN §2): one SDK `Server`
  * per session over the shared gateway, so sessions run their calls concurrently. DNS-rebinding
  * protection is on: a `Host` other than `127.0.0.1:PORT` / `localhost:PORT`, or a browser `Origin`
- * other than those, is refused with 403 before anything else happens.
+ * other than those, is refused with 403 before anything else happens. A call is answered with plain
+ * JSON when nothing else can go back on it, else with an SSE stream ({@link answersInJson}).
  *
  * @example
  * ```ts
@@ -58,21 +64,24 @@ export function serveHttp(gateway: Gateway, opts: ServeHttpOptions): HttpIngress
     if (sessionId) {
       const session = sessions.get(sessionId);
       if (!session) return jsonError(404, -32001, `Session not found: "${sessionId}"`);
-      return await session.transport.handleRequest(request);
+      if (request.method !== "POST" || !isJson(request)) {
+        return await session.transport.handleRequest(request);
+      }
+      const read = await readJson(request);
+      if (read instanceof Response) return read;
+      const json = answersInJson(read.body, session.server.getClientCapabilities());
+      return await session.transport.handlePost(request, read.body, json);
     }
     if (request.method !== "POST") {
       return jsonError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
     }
-    let body: unknown;
-    try {
-      body = await request.json();
-    } catch (err) {
-      return jsonError(400, -32700, `Parse error: ${(err as Error).message}`);
-    }
+    const read = await readJson(request);
+    if (read instanceof Response) return read;
+    const body = read.body;
     if (!isInitializeRequest(body)) {
       return jsonError(400, -32000, "Bad Request: no session; start with an initialize request");
     }
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    const transport = new AnswerModeTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       enableDnsRebindingProtection: true,
       allowedHosts,
@@ -90,7 +99,7 @@ export function serveHttp(gateway: Gateway, opts: ServeHttpOptions): HttpIngress
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
     await server.connect(transport);
-    return await transport.handleRequest(request, { parsedBody: body });
+    return await transport.handlePost(request, body, false);
   };
 
   let onListenUrl = "";
@@ -151,6 +160,25 @@ function checkHostAndOrigin(
     return jsonError(403, -32000, `Forbidden: Origin "${origin}" is not allowed`);
   }
   return undefined;
+}
+
+/** A body the SDK reads as JSON (it answers any other with 415 itself). */
+function isJson(request: Request): boolean {
+  return request.headers.get("content-type")?.toLowerCase().startsWith("application/json") ??
+    false;
+}
+
+/** The body as JSON, read with the SDK's bound (4 MiB: 413 past it), or the error to answer. */
+async function readJson(request: Request): Promise<{ body: unknown } | Response> {
+  const read = await readRequestBody(request, DEFAULT_MAX_REQUEST_BODY_SIZE);
+  if (read.tooLarge) {
+    return jsonError(413, -32000, requestBodyTooLargeMessage(DEFAULT_MAX_REQUEST_BODY_SIZE));
+  }
+  try {
+    return { body: JSON.parse(read.text) };
+  } catch (err) {
+    return jsonError(400, -32700, `Parse error: ${(err as Error).message}`);
+  }
 }
 
 function jsonError(status: number, code: number, message: string): Response {
