@@ -19,6 +19,37 @@ export function pmlEnv(ws: { dir: string; home: string }, extra: Record<string, 
   };
 }
 
+/** What {@link runPml} gives back: the exit code, and the output decoded. */
+export interface PmlRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** stdout then stderr, for assertions that do not care which. */
+  readonly text: string;
+}
+
+/**
+ * Runs `bin/pml ARGS…` in the workspace as a human does in a terminal (`pml approve ID`,
+ * `pml approvals`, `pml import`): no stdin, the environment of {@link pmlEnv} plus `env`.
+ */
+export async function runPml(
+  ws: { dir: string; home: string },
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<PmlRun> {
+  const out = await new Deno.Command(PML_BIN, {
+    args: [...args],
+    cwd: ws.dir,
+    env: pmlEnv(ws, env),
+    clearEnv: true,
+    stdin: "null",
+  }).output();
+  const dec = new TextDecoder();
+  const stdout = dec.decode(out.stdout);
+  const stderr = dec.decode(out.stderr);
+  return { code: out.code, stdout, stderr, text: stdout + stderr };
+}
+
 /**
  * Spawns `pml stdio` (by default `bin/pml`; `command` and `args` start another form of it) and
  * connects an SDK client over stdio.

@@ -15,7 +15,7 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { connectStdio, PML_BIN, pmlEnv, treeCommands } from "./_spawn.ts";
+import { connectStdio, pmlEnv, runPml, treeCommands } from "./_spawn.ts";
 
 const VERSION = "2026.8.31";
 const MEMORY = `@modelcontextprotocol/server-memory@${VERSION}`;
@@ -32,18 +32,9 @@ function env(ws: { dir: string; home: string }) {
   return pmlEnv(ws, { npm_config_cache: NPM_CACHE });
 }
 
-/** Runs `bin/pml <args>` in the workspace; returns exit code and output. */
-async function pml(ws: { dir: string; home: string }, args: string[]) {
-  const out = await new Deno.Command(PML_BIN, {
-    args,
-    cwd: ws.dir,
-    env: env(ws),
-    clearEnv: true,
-    stdin: "null",
-  }).output();
-  const d = new TextDecoder();
-  return { code: out.code, text: d.decode(out.stdout) + d.decode(out.stderr) };
-}
+/** Runs `bin/pml <args>` in the workspace, with the tests' npm cache. */
+const pml = (ws: { dir: string; home: string }, args: string[]) =>
+  runPml(ws, args, { npm_config_cache: NPM_CACHE });
 
 function lock(ws: { read(rel: string): string }, server: string) {
   return JSON.parse(ws.read(".pml/mcp.lock")).entries[`pml.mcp.${server}.server`];

@@ -9,7 +9,7 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
-import { childPids, connectStdio, PML_BIN, pmlEnv, processAlive } from "./_spawn.ts";
+import { childPids, connectStdio, PML_BIN, pmlEnv, processAlive, runPml } from "./_spawn.ts";
 
 const text = (r: unknown) =>
   ((r as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? "").join("");
@@ -85,17 +85,7 @@ Deno.test("e2e stdio: ../, absolute and symlink escapes are refused and audited"
 });
 
 /** Runs `bin/pml` once in the workspace, as the human would in a terminal. */
-async function pmlCli(ws: { dir: string; home: string }, ...args: string[]) {
-  const out = await new Deno.Command(PML_BIN, {
-    args,
-    cwd: ws.dir,
-    env: pmlEnv(ws),
-    clearEnv: true,
-  })
-    .output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
+const pmlCli = (ws: { dir: string; home: string }, ...args: string[]) => runPml(ws, args);
 
 Deno.test("e2e stdio: deny honoured; a write waits for the human: the agent's pml:continue is refused, `pml approve --always` in a terminal lets it run, always persisted", async () => {
   await using ws = tempWorkspace(PERMS);

@@ -17,7 +17,7 @@ import { tempWorkspace } from "../../../packages/pml/src/testing/workspace.ts";
 import { startCloud } from "../_cloud.ts";
 import { cloudTools } from "./_cloud_tools.ts";
 import { spawnServe } from "../_serve.ts";
-import { PML_BIN } from "../_spawn.ts";
+import { PML_BIN, runPml } from "../_spawn.ts";
 import {
   type AnthropicApi,
   type Block,
@@ -369,14 +369,7 @@ Deno.test("claude -p: an `ask` write, whose elicitation print mode leaves unansw
     async (req) => {
       early = toolResults(req).map(resultText).join("\n");
       // Meanwhile the human decides in a terminal of the workspace, while pml stdio runs.
-      const out = await new Deno.Command(PML_BIN, {
-        args: ["approve", id],
-        cwd: ws.dir,
-        env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, ...NO_DENO_UPDATE },
-        clearEnv: true,
-        stdin: "null",
-      }).output();
-      approved = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+      approved = (await runPml(ws, ["approve", id], NO_DENO_UPDATE)).text;
       return cont();
     },
     { text: "done" },

@@ -15,7 +15,7 @@ import {
 import { tempWorkspace } from "../../../packages/pml/src/testing/workspace.ts";
 import { startCloud } from "../_cloud.ts";
 import { spawnServe } from "../_serve.ts";
-import { connectStdio, PML_BIN } from "../_spawn.ts";
+import { connectStdio, PML_BIN, runPml } from "../_spawn.ts";
 import { cloudTools } from "./_cloud_tools.ts";
 import {
   declarations,
@@ -303,14 +303,8 @@ Deno.test("gemini -p: a write waits for the human; the text Gemini gives the mod
     async (request) => {
       early = functionResponses(request).get(tool("pml__continue")) ?? "";
       // Meanwhile the human decides in a terminal of the workspace.
-      const out = await new Deno.Command(PML_BIN, {
-        args: ["approve", id],
-        cwd: ws.dir,
-        env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, PML_WORKSPACE: ws.dir },
-        clearEnv: true,
-        stdin: "null",
-      }).output();
-      assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+      const out = await runPml(ws, ["approve", id]);
+      assertEquals(out.code, 0, out.stderr);
       return cont();
     },
     { text: "done" },

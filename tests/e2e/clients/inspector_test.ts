@@ -14,7 +14,7 @@ import { tempWorkspace } from "../../../packages/pml/src/testing/workspace.ts";
 import { startCloud } from "../_cloud.ts";
 import { cloudTools } from "./_cloud_tools.ts";
 import { spawnServe } from "../_serve.ts";
-import { PML_BIN } from "../_spawn.ts";
+import { PML_BIN, runPml } from "../_spawn.ts";
 import { type EgressTrap, startEgressTrap } from "./_egress_trap.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..");
@@ -87,14 +87,8 @@ const stdio = [PML_BIN, "stdio"];
 
 /** The human runs `pml approve ID` in a terminal of the workspace. */
 async function approveInTerminal(ws: { dir: string; home: string }, id: string) {
-  const approve = await new Deno.Command(PML_BIN, {
-    args: ["approve", id],
-    cwd: ws.dir,
-    env: { PATH: Deno.env.get("PATH") ?? "", HOME: ws.home, PML_WORKSPACE: ws.dir },
-    clearEnv: true,
-    stdin: "null",
-  }).output();
-  assertEquals(approve.code, 0, new TextDecoder().decode(approve.stderr));
+  const approve = await runPml(ws, ["approve", id]);
+  assertEquals(approve.code, 0, approve.stderr);
 }
 const text = (r: ToolResult) => r.content.map((c) => c.text ?? "").join("");
 

@@ -12,7 +12,7 @@ import type { Client } from "../../sdk/client.ts";
 import type { CallToolResult } from "../../sdk/types.ts";
 import type { PrivateMcp } from "../../config/schema.ts";
 import { errorMessage, isPmlError } from "../../errors.ts";
-import { missingEnvMessage } from "../../deps/launch.ts";
+import { missingEnvResult } from "../missing_env.ts";
 import type { McpPins, PinCheck, ToolDefinition } from "../../registry/mcp_pins.ts";
 import { askIntegrity } from "../ask_integrity.ts";
 import {
@@ -110,12 +110,7 @@ export class RemoteTarget implements Target {
     if (!def) return errorResult(`Unknown tool "${call.toolId}"`);
     const missing = this.#missing(def);
     if (missing.length) {
-      return errorResult(missingEnvMessage(def.server, missing), {
-        status: "error",
-        code: "api_key_required",
-        server: def.server,
-        missing,
-      });
+      return missingEnvResult(def.server, missing);
     }
     try {
       const client = await this.#client(def);

@@ -18,6 +18,7 @@ import { describeDenoGrants, withNetGrants } from "../../deps/grants.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalDecision, ApprovalRequest } from "../../permission/approvals.ts";
 import { askIntegrity } from "../ask_integrity.ts";
+import { missingEnvResult } from "../missing_env.ts";
 import {
   type ChangedPin,
   type McpPins,
@@ -290,12 +291,7 @@ export class StdioTarget implements Target {
     if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
     const missing = missingEnv(meta, this.#d.env);
     if (missing.length) {
-      return errorResult(missingEnvMessage(meta.server, missing), {
-        status: "error",
-        code: "api_key_required",
-        server: meta.server,
-        missing,
-      });
+      return missingEnvResult(meta.server, missing);
     }
     {
       // An npm server or a raw command is a third party's code: it runs inside the OS sandbox, or
