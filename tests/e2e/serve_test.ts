@@ -130,7 +130,7 @@ async function rawSession(url: string, capabilities: Record<string, unknown>) {
     (await post({ jsonrpc: "2.0", method: "notifications/initialized" })).res.status,
     202,
   );
-  return post;
+  return Object.assign(post, { headers });
 }
 
 Deno.test("e2e serve: a call is answered in plain JSON when nothing else can go back on it, on an SSE stream when the client can be asked or wants progress", async () => {
@@ -172,8 +172,23 @@ Deno.test("e2e serve: a call is answered in plain JSON when nothing else can go 
   // A batch of two in one POST: one JSON array.
   const both = await quiet([read(3), read(4)] as unknown as Record<string, unknown>);
   assertEquals(JSON.parse(both.text).map((m: { id: number }) => m.id).sort(), [3, 4]);
-  // Bad input still gets the SDK's refusals.
+  // Bad input still gets the SDK's refusals, and a body past 4 MiB a 413, declared or streamed.
   assertEquals((await quiet({ jsonrpc: "2.0", id: 5 })).res.status, 400);
+  const big = { ...read(6), params: { name: "x", arguments: { pad: "x".repeat(5 << 20) } } };
+  assertEquals((await quiet(big)).res.status, 413);
+  const bytes = new TextEncoder().encode(JSON.stringify(big));
+  const streamed = await fetch(serve.url, {
+    method: "POST",
+    headers: quiet.headers,
+    body: new ReadableStream({
+      start(c) {
+        for (let i = 0; i < bytes.length; i += 1 << 16) c.enqueue(bytes.subarray(i, i + (1 << 16)));
+        c.close();
+      },
+    }),
+  });
+  assertEquals(streamed.status, 413);
+  await streamed.body?.cancel();
 
   for (const capabilities of [{ elicitation: {} }, { sampling: {} }]) {
     const askable = await rawSession(serve.url, capabilities);

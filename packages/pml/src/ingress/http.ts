@@ -168,9 +168,16 @@ function isJson(request: Request): boolean {
     false;
 }
 
-/** The body as JSON, read with the SDK's bound (4 MiB: 413 past it), or the error to answer. */
+/**
+ * The body as JSON, read with the SDK's bound (4 MiB: 413 past it), or the error to answer. A body
+ * with a `Content-Length` within the bound is read in one piece (the HTTP server delivers no more
+ * than it declares); one without is read by the SDK's reader, which stops past the bound.
+ */
 async function readJson(request: Request): Promise<{ body: unknown } | Response> {
-  const read = await readRequestBody(request, DEFAULT_MAX_REQUEST_BODY_SIZE);
+  const length = request.headers.get("content-length");
+  const read = length !== null && Number(length) <= DEFAULT_MAX_REQUEST_BODY_SIZE
+    ? { tooLarge: false as const, text: await request.text() }
+    : await readRequestBody(request, DEFAULT_MAX_REQUEST_BODY_SIZE);
   if (read.tooLarge) {
     return jsonError(413, -32000, requestBodyTooLargeMessage(DEFAULT_MAX_REQUEST_BODY_SIZE));
   }

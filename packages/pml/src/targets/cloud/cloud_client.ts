@@ -4,6 +4,7 @@ import type { StreamableHTTPError } from "../../sdk/http_client.ts";
 import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
 import { ToolResultShape } from "../target.ts";
+import { type PostSession, postToolCall } from "./call_post.ts";
 
 /**
  * The SDK's Streamable HTTP client, imported on the first connection: loading it (with the OAuth
@@ -21,6 +22,15 @@ async function loadHttpClient(): Promise<HttpClientModule> {
 /** An HTTP error status from the cloud (none can exist before the client was loaded). */
 function isHttpError(err: unknown): err is StreamableHTTPError {
   return httpClient !== undefined && err instanceof httpClient.StreamableHTTPError;
+}
+
+/**
+ * An open session: the SDK client (it opened the session and lists tools) and what a call posts
+ * on it directly ({@link postToolCall}).
+ */
+interface Session {
+  readonly client: Client;
+  readonly post: () => PostSession;
 }
 
 /** Version reported to the cloud in `initialize` (kept in step with the package). */
@@ -63,7 +73,7 @@ export class CloudClient {
    * identical calls share one entry.
    */
   readonly #byok = new Map<string, { value: string; calls: number }>();
-  #session?: Promise<Client>;
+  #session?: Promise<Session>;
 
   constructor(opts: CloudClientOptions) {
     this.#opts = opts;
@@ -82,7 +92,7 @@ export class CloudClient {
 
   /** `tools/list` of the cloud (every page), bounded by `timeoutMs`. */
   async listTools(): Promise<Tool[]> {
-    return await this.#withSession(async (client) => {
+    return await this.#withSession(async ({ client }) => {
       const tools: Tool[] = [];
       let cursor: string | undefined;
       do {
@@ -109,18 +119,25 @@ export class CloudClient {
       else this.#byok.set(key, { value: opts.byok!, calls: 1 });
     }
     try {
-      return await this.#withSession(async (client) =>
-        // `request`, not `callTool`: see ToolResultShape.
-        await client.request(
-          { method: "tools/call", params: { name, arguments: args } },
-          ToolResultShape,
-          {
-            timeout: this.#callTimeoutMs,
-            resetTimeoutOnProgress: true,
-            signal: opts.signal,
-            onprogress: opts.onprogress,
-          },
-        ) as CallToolResult
+      return await this.#withSession(async ({ client, post }) =>
+        await postToolCall(post(), { name, arguments: args }, {
+          byok: opts.byok,
+          signal: opts.signal,
+          timeoutMs: this.#callTimeoutMs,
+          onprogress: opts.onprogress,
+        }) ??
+          // Redirected: the SDK follows it within the origin. `request`, not `callTool`: see
+          // ToolResultShape.
+          await client.request(
+            { method: "tools/call", params: { name, arguments: args } },
+            ToolResultShape,
+            {
+              timeout: this.#callTimeoutMs,
+              resetTimeoutOnProgress: true,
+              signal: opts.signal,
+              onprogress: opts.onprogress,
+            },
+          ) as CallToolResult
       );
     } finally {
       const entry = key ? this.#byok.get(key) : undefined;
@@ -148,11 +165,11 @@ export class CloudClient {
   async close(): Promise<void> {
     const session = this.#session;
     this.#session = undefined;
-    const client = await session?.catch(() => undefined);
-    await client?.close().catch(() => {});
+    const open = await session?.catch(() => undefined);
+    await open?.client.close().catch(() => {});
   }
 
-  async #withSession<T>(run: (client: Client) => Promise<T>): Promise<T> {
+  async #withSession<T>(run: (session: Session) => Promise<T>): Promise<T> {
     for (let attempt = 0;; attempt++) {
       const fresh = !this.#session;
       const session = this.#session ??= this.#connect();
@@ -161,7 +178,7 @@ export class CloudClient {
       } catch (err) {
         if (err instanceof McpError && !isTransportCode(err.code)) throw err;
         if (this.#session === session) this.#session = undefined;
-        session.then((c) => c.close()).catch(() => {});
+        session.then((s) => s.client.close()).catch(() => {});
         // The cloud restarted and forgot our session: the call was not run, open a new one.
         const sessionLost = isHttpError(err) && err.code === 404;
         if (sessionLost && !fresh && attempt === 0) continue;
@@ -170,8 +187,8 @@ export class CloudClient {
     }
   }
 
-  async #connect(): Promise<Client> {
-    const { StreamableHTTPClientTransport } = await loadHttpClient();
+  async #connect(): Promise<Session> {
+    const { StreamableHTTPClientTransport, StreamableHTTPError } = await loadHttpClient();
     const transport = new StreamableHTTPClientTransport(new URL(this.url), {
       fetch: this.#authorizedFetch,
       // The standalone GET stream is not needed for tool calls: do not retry it in the background.
@@ -189,7 +206,19 @@ export class CloudClient {
     client.onerror = () => {}; // failures surface on the request that hit them
     try {
       await client.connect(transport, { timeout: this.#timeoutMs });
-      return client;
+      const headers = {
+        authorization: `Bearer ${this.#opts.apiKey}`,
+        "x-pml-client": "package",
+      };
+      const post = (): PostSession => ({
+        url: this.url,
+        sessionId: transport.sessionId,
+        protocolVersion: transport.protocolVersion,
+        headers,
+        fetch: this.#fetch,
+        httpError: (status, message) => new StreamableHTTPError(status, message),
+      });
+      return { client, post };
     } catch (err) {
       await transport.close().catch(() => {});
       throw err;

@@ -137,8 +137,11 @@ export class CloudTarget implements Target {
       throw new PmlError("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
     }
     if (local()) return false;
-    await this.#bounded(Promise.all([routing.pending, this.#freshTools()]));
-    if (local()) return false;
+    // Nothing to wait for (no routing sync, a fresh list): no timer (a call's hot path).
+    if (routing.pending || !this.#fresh(this.#now())) {
+      await this.#bounded(Promise.all([routing.pending, this.#freshTools()]));
+      if (local()) return false;
+    }
     if (!this.#tools) {
       if (!server()) return false;
       await this.#refresh(); // a call, not a list: the cloud gets the call's bound to answer
@@ -331,11 +334,16 @@ export class CloudTarget implements Target {
    */
   async #freshTools(): Promise<void> {
     const now = this.#now();
-    if (this.#tools && now - this.#toolsAt <= (this.#d.toolsTtlMs ?? 5 * 60_000)) return;
+    if (this.#fresh(now)) return;
     if (!this.#backingOff(now)) void this.#refresh();
     const loading = this.#loading;
     if (this.#tools || !loading || loading === this.#gaveUp) return;
     if (!(await this.#bounded(loading))) this.#gaveUp = loading;
+  }
+
+  /** A tool list is there and younger than the TTL. */
+  #fresh(now: number): boolean {
+    return this.#tools !== undefined && now - this.#toolsAt <= (this.#d.toolsTtlMs ?? 5 * 60_000);
   }
 
   #now(): number {
