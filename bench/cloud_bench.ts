@@ -22,7 +22,7 @@ import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
 import { startCloud } from "../tests/e2e/_cloud.ts";
 import { spawnServe } from "../tests/e2e/_serve.ts";
 import { connectStdio } from "../tests/e2e/_spawn.ts";
-import { figure, fmtMs, median, ratio, row } from "./_stats.ts";
+import { figure, fmtMs, median, ratio, row, treeCpuTicks } from "./_stats.ts";
 
 const RELAY = join(import.meta.dirname!, "_relay.ts");
 const ROUNDS = 300;
@@ -190,14 +190,6 @@ const local = await throughput(
   sessions,
   (c) => c.callTool({ name: "filesystem__read_file", arguments: { path: "r.txt" } }),
 );
-const cloudDirect = await throughput(
-  directs,
-  (c) => c.callTool({ name: "json__parse", arguments: ARGS }),
-);
-const cloudVia = await throughput(
-  sessions,
-  (c) => c.callTool({ name: "json:parse", arguments: ARGS }),
-);
 // The floor of any gateway in pml serve's place: an HTTP relay (bench/_relay.ts http) in front of
 // the same server, which prints its port first.
 const httpRelay = new Deno.Command(Deno.execPath(), {
@@ -211,36 +203,87 @@ if (!relayPort) throw new Error("bench/_relay.ts http printed no port");
 const viaRelay = await Promise.all(
   Array.from({ length: CLIENTS }, () => httpClient(`http://127.0.0.1:${relayPort}/mcp`, auth)),
 );
-const cloudRelay = await throughput(
-  viaRelay,
-  (c) => c.callTool({ name: "json__parse", arguments: ARGS }),
-);
+// Direct, through pml serve and through the relay, interleaved: each round times every side once
+// (the order rotating), 100 sequential calls on one session (their median), then 64 sessions ×
+// PER_CLIENT calls (calls per second). Ratios are the median of the rounds' own ratios.
+const sides = [
+  { name: "direct", clients: directs, tool: "json__parse", pid: undefined },
+  { name: "serve", clients: sessions, tool: "json:parse", pid: serve.child.pid },
+  { name: "relay", clients: viaRelay, tool: "json__parse", pid: httpRelay.pid },
+] as const;
+type Side = (typeof sides)[number]["name"];
+const rounds: Record<Side, { ms: number; rate: number }[]> = { direct: [], serve: [], relay: [] };
+const cpu = { serve: 0, relay: 0 };
+const SERVE_ROUNDS = 5;
+const SEQUENTIAL = 100;
+for (const side of sides) {
+  await timed(0, () => side.clients[0].callTool({ name: side.tool, arguments: ARGS }));
+}
+for (let r = 0; r < SERVE_ROUNDS; r++) {
+  for (const side of [...sides.slice(r % 3), ...sides.slice(0, r % 3)]) {
+    const call = (c: Client) => c.callTool({ name: side.tool, arguments: ARGS }).then(viaCloud);
+    const before = side.pid ? treeCpuTicks(side.pid) : 0;
+    const ms = median(await timed(SEQUENTIAL, () => call(side.clients[0])));
+    const rate = await throughput([...side.clients], call);
+    if (side.pid) cpu[side.name as "serve" | "relay"] += treeCpuTicks(side.pid) - before;
+    rounds[side.name].push({ ms, rate });
+  }
+}
 await Promise.all(viaRelay.map((c) => c.close()));
 httpRelay.kill();
 await relayOut.cancel();
 await httpRelay.status;
+const byRound = (f: (r: number) => number) =>
+  median(Array.from({ length: SERVE_ROUNDS }, (_, r) => f(r)));
+const rate = (side: Side) => byRound((r) => rounds[side][r].rate);
+const ms = (side: Side) => byRound((r) => rounds[side][r].ms);
+const rateX = (side: Side) => byRound((r) => rounds[side][r].rate / rounds.direct[r].rate);
+const msX = (side: Side) => byRound((r) => rounds[side][r].ms / rounds.direct[r].ms);
+const perServe = byRound((r) => rounds.serve[r].rate / rounds.relay[r].rate);
+const msServe = byRound((r) => rounds.serve[r].ms / rounds.relay[r].ms);
+// Calls each side made over the rounds (warm-up of `timed` and of `throughput` included).
+const calls = SERVE_ROUNDS * (SEQUENTIAL + 20 + CLIENTS * (PER_CLIENT + 1));
+const cpuUs = (side: "serve" | "relay") => (cpu[side] * 10_000) / calls;
 console.log(`\npml serve, ${CLIENTS} concurrent sessions × ${PER_CLIENT} calls`);
 console.log(`${"filesystem:read_file (local sandbox)".padEnd(44)} ${local.toFixed(0)} calls/s`);
-console.log(`${"json:parse direct to pml-server".padEnd(44)} ${cloudDirect.toFixed(0)} calls/s`);
 console.log(
-  `${"json:parse via pml serve → pml-server".padEnd(44)} ${cloudVia.toFixed(0)} calls/s  ratio ${
-    (cloudVia / cloudDirect).toFixed(2)
-  }× of direct`,
+  `cloud json:parse, ${SERVE_ROUNDS} interleaved rounds (${SEQUENTIAL} sequential, then ${CLIENTS} sessions)`,
 );
+for (const side of sides) {
+  console.log(
+    `${side.name.padEnd(8)} ${fmtMs(ms(side.name)).padStart(9)} ×${msX(side.name).toFixed(2)}  ${
+      rate(side.name).toFixed(0).padStart(5)
+    } calls/s ×${rateX(side.name).toFixed(2)}${
+      side.pid ? `  CPU/call ${cpuUs(side.name as "serve" | "relay").toFixed(0)} µs` : ""
+    }`,
+  );
+}
 console.log(
-  `${"json:parse via an HTTP relay (floor)".padEnd(44)} ${cloudRelay.toFixed(0)} calls/s  ratio ${
-    (cloudRelay / cloudDirect).toFixed(2)
-  }× of direct`,
+  `pml serve vs the relay: latency ${msServe.toFixed(2)}×, throughput ${perServe.toFixed(2)}×`,
 );
 figure({
   id: "6b-serve-throughput",
   what:
     `cloud \`json:parse\`, ${CLIENTS} sessions through \`pml serve\` vs direct to \`pml-server\``,
-  now: `${ratio(cloudVia, cloudDirect)} (${cloudVia.toFixed(0)} vs ${
-    cloudDirect.toFixed(0)
-  } calls/s; an HTTP relay in its place: ${ratio(cloudRelay, cloudDirect)})`,
+  now: `${rateX("serve").toFixed(2)}× (${rate("serve").toFixed(0)} vs ${
+    rate("direct").toFixed(0)
+  } calls/s; an HTTP relay in its place: ${rateX("relay").toFixed(2)}×; pml serve ${
+    perServe.toFixed(2)
+  }× of the relay, CPU per call ${cpuUs("serve").toFixed(0)} µs vs ${cpuUs("relay").toFixed(0)})`,
   target: "≥ 0.9×",
-  met: cloudVia >= 0.9 * cloudDirect,
+  met: rateX("serve") >= 0.9,
+  bench: "cloud",
+});
+figure({
+  id: "6c-serve-latency",
+  what: "cloud `json:parse`, sequential, through `pml serve` vs direct to `pml-server`",
+  now: `${msX("serve").toFixed(2)}× (${fmtMs(ms("serve"))} vs ${
+    fmtMs(ms("direct"))
+  }; an HTTP relay in its place: ${msX("relay").toFixed(2)}×; pml serve ${
+    msServe.toFixed(2)
+  }× of the relay)`,
+  target: "≤ 1.25× the relay",
+  met: msServe <= 1.25,
   bench: "cloud",
 });
 await Promise.all([...sessions, ...directs, direct].map((c) => c.close()));
