@@ -20,18 +20,24 @@ export class AnswerModeTransport extends WebStandardStreamableHTTPServerTranspor
     return this.handleRequest(request, { parsedBody });
   }
 
-  override send(
+  override async send(
     message: JSONRPCMessage,
     options?: Parameters<WebStandardStreamableHTTPServerTransport["send"]>[1],
   ): Promise<void> {
     const state = sdkState(this);
-    const id = "id" in message && !("method" in message) ? message.id : options?.relatedRequestId;
-    const stream = id === undefined
-      ? undefined
-      : state._streamMapping.get(state._requestToStreamMapping.get(id) ?? "");
+    const answer = "id" in message && !("method" in message);
+    const id = answer ? message.id : options?.relatedRequestId;
+    const streamId = id === undefined ? undefined : state._requestToStreamMapping.get(id);
+    const stream = streamId === undefined ? undefined : state._streamMapping.get(streamId);
+    const json = stream?.resolveJson !== undefined;
     // The form of the POST this message belongs to (messages of no POST take the SDK's own path).
-    state._enableJsonResponse = stream?.resolveJson !== undefined;
-    return super.send(message, options);
+    state._enableJsonResponse = json;
+    await super.send(message, options);
+    // The SDK answers a JSON POST without dropping its stream's entry (one per call, kept for the
+    // session's life): dropped here once every request of the POST is answered.
+    if (json && answer && ![...state._requestToStreamMapping.values()].includes(streamId!)) {
+      state._streamMapping.delete(streamId!);
+    }
   }
 }
 
