@@ -6,17 +6,14 @@ import { createGateway } from "../gateway/create_gateway.ts";
 import { PML_VERSION } from "../gateway/mcp_server.ts";
 import { serveServerOverStdio, serveStdio } from "../ingress/stdio.ts";
 import { createConfigErrorServer } from "../gateway/config_error_server.ts";
-import { runInit } from "./init.ts";
 import { CLIENTS, parseClients } from "./client_configs.ts";
-import { runImport } from "./import.ts";
-import { IMPORT_CLIENTS, type ImportClient } from "../import/client_files.ts";
+import type { ImportClient } from "../import/client_files.ts";
 import type { CliIo } from "./io.ts";
-import { runServe } from "./serve.ts";
-import { runStatus } from "./status.ts";
-import { runApprovals, runDecide } from "./approvals.ts";
-import { runTrust, runTrustList, runUntrust } from "./trust.ts";
-import { runApprovalsOpen } from "./approvals_open.ts";
 import { withStopSignal } from "./stop_signal.ts";
+
+// The modules of every command but `stdio` are imported when that command runs: `pml stdio` is
+// started by the agent for each session and waits for none of them (the HTTP server of
+// `pml serve`, `pml import`'s TOML parser, …: docs/speed.md, "Cold start").
 
 /** The usage of each command, as `pml <command> --help` prints it. */
 const USAGE: Record<string, string> = {
@@ -111,6 +108,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         if (values.workspace !== undefined && values.workspace.trim() === "") {
           throw new TypeError(`--workspace must name a folder, not "${values.workspace}"`);
         }
+        const { runInit } = await import("./init.ts");
         return await runInit({
           yes: values.yes,
           apiKey: values["api-key"],
@@ -135,6 +133,10 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         if (positionals.length > 1 || (positionals.length && values.from !== undefined)) {
           throw new TypeError(`pml import takes one source: --from CLIENT, --from PATH or PATH`);
         }
+        const [{ runImport }, { IMPORT_CLIENTS }] = await Promise.all([
+          import("./import.ts"),
+          import("../import/client_files.ts"),
+        ]);
         const source = values.from ?? positionals[0];
         const from = source === undefined
           ? undefined
@@ -172,6 +174,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
         const notice = trustNotice(config);
         if (notice) io.stderr(`pml: ${notice}\n`);
+        const { runServe } = await import("./serve.ts");
         return await runServe(config, io, { port });
       }
       case "status": {
@@ -179,6 +182,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           args: rest,
           options: { json: { type: "boolean", default: false } },
         });
+        const { runStatus } = await import("./status.ts");
         return runStatus(io, { json: values.json });
       }
       case "approvals": {
@@ -191,8 +195,12 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           },
         });
         const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
-        if (!values.open) return await runApprovals(config, io, values.json);
+        if (!values.open) {
+          const { runApprovals } = await import("./approvals.ts");
+          return await runApprovals(config, io, values.json);
+        }
         if (values.json) throw new TypeError("--open and --json do not go together");
+        const { runApprovalsOpen } = await import("./approvals_open.ts");
         return await withStopSignal((signal) =>
           runApprovalsOpen(config, io, { browser: !values["no-browser"], signal })
         );
@@ -209,6 +217,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         });
         const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
         const decision = command === "deny" ? "no" : values.always ? "always" : "yes";
+        const { runDecide } = await import("./approvals.ts");
         return await runDecide(config, io, { ids: positionals, all: values.all, decision });
       }
       case "trust": {
@@ -219,10 +228,12 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
             list: { type: "boolean", default: false },
           },
         });
+        const { runTrust, runTrustList } = await import("./trust.ts");
         return values.list ? runTrustList(io) : await runTrust(io, { yes: values.yes });
       }
       case "untrust": {
         parseArgs({ args: rest, options: {} });
+        const { runUntrust } = await import("./trust.ts");
         return await runUntrust(io);
       }
       case "version":

@@ -1,6 +1,20 @@
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import { parse } from "dotenv";
 import { PmlError } from "../errors.ts";
+
+type Dotenv = typeof import("dotenv");
+let dotenv: Dotenv | undefined;
+
+/**
+ * `dotenv`'s `parse`, loaded on the first `.env` that is read. `dotenv` is CommonJS and loads
+ * Deno's `node:fs`, `node:os` and `node:url` with it (~4 ms of every `pml stdio` start, before the
+ * first `tools/list`: docs/speed.md), for a file most workspaces never need. `loadConfig` is
+ * synchronous, hence `require` rather than `import()`.
+ */
+function parse(text: string): Record<string, string> {
+  dotenv ??= createRequire(import.meta.url)("dotenv") as Dotenv;
+  return dotenv.parse(text);
+}
 
 /** The workspace file BYOK keys are also read from (epic 14: "reads TAVILY_API_KEY from .env"). */
 export const DOTENV_FILE = ".env";

@@ -46,7 +46,7 @@ export function createExecute(deps: {
   readonly cloud?: RemoteExecutor;
   readonly options?: ExecuteOptions & { readonly keepWarm?: boolean };
 }): { tool: MetaTool; pool: ExecSandboxPool } {
-  const pool = new ExecSandboxPool(execSandboxSpec(), { keepWarm: deps.options?.keepWarm });
+  const pool = new ExecSandboxPool(execSandboxSpec, { keepWarm: deps.options?.keepWarm });
   const tool = createExecuteTool({
     takeSandbox: () => pool.take(),
     wakeSandbox: () => pool.wake(),

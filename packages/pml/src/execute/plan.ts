@@ -1,9 +1,14 @@
-import { analyzeCode } from "../analysis/mod.ts";
 import type { Analysis, AnalysisError } from "../analysis/types.ts";
 import type { Decision } from "../permission/patterns.ts";
 import type { Routing } from "../routing/routing.ts";
 import type { CallToolResult } from "../sdk/types.ts";
 import type { ExecuteArgs } from "./args.ts";
+
+/**
+ * The static analysis (13 modules), imported with the first `pml:execute`: `pml stdio` answers its
+ * first `tools/list` without it (docs/speed.md, "Cold start").
+ */
+let analysisModule: Promise<typeof import("../analysis/mod.ts")> | undefined;
 
 /** Why the code runs in the package. */
 export type LocalReason =
@@ -75,6 +80,7 @@ export async function planExecution(
   deps: PlanDeps,
   channel: { signal?: AbortSignal } = {},
 ): Promise<ExecutionPlan> {
+  const { analyzeCode } = await (analysisModule ??= import("../analysis/mod.ts"));
   const analysis = await analyzeCode(args.code, { routeOf: deps.routeOf });
   if (!analysis.ok) return { mode: "error", error: analysis.error };
   const local = (reason: LocalReason): ExecutionPlan => ({ mode: "local", analysis, reason });

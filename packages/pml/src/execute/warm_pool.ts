@@ -60,7 +60,7 @@ function answerWarmUp(tool: string, args: unknown): Promise<unknown> {
  * execution it is meant to speed up (on two cores, it made executions ~2× slower).
  */
 export class ExecSandboxPool {
-  readonly spec: SandboxSpec;
+  #spec: SandboxSpec | (() => SandboxSpec);
   readonly #opts: ConstructorParameters<typeof SandboxProcess>[1];
   readonly #live = new Set<SandboxProcess>();
   #warm?: SandboxProcess;
@@ -68,11 +68,16 @@ export class ExecSandboxPool {
   #warmedUp: Promise<boolean> = Promise.resolve(false);
   #closed = false;
 
+  /**
+   * `spec` may be given as a function, called when the first process starts: as root, the policy's
+   * look at the machine walks `/etc` (~1,200 entries), which a gateway that never runs
+   * `pml:execute` need not pay, and which delayed every `pml stdio`'s first answer (docs/speed.md).
+   */
   constructor(
-    spec: SandboxSpec,
+    spec: SandboxSpec | (() => SandboxSpec),
     opts: { keepWarm?: boolean } & ConstructorParameters<typeof SandboxProcess>[1] = {},
   ) {
-    this.spec = spec;
+    this.#spec = spec;
     const { keepWarm, ...procOpts } = opts;
     this.#keepWarm = keepWarm ?? true;
     this.#opts = procOpts;
@@ -123,6 +128,12 @@ export class ExecSandboxPool {
   takeCold(): SandboxProcess {
     if (this.#closed) throw new Error("pml:execute sandbox pool is closed");
     return this.#spawn();
+  }
+
+  /** What each process of the pool starts with. */
+  get spec(): SandboxSpec {
+    if (typeof this.#spec === "function") this.#spec = this.#spec();
+    return this.#spec;
   }
 
   /** Live processes, warm one included (for tests and status). */

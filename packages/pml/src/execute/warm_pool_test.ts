@@ -44,6 +44,21 @@ Deno.test("exec warm pool: without keepWarm nothing is warmed up", async () => {
   await pool.close();
 });
 
+Deno.test("exec warm pool: a spec given as a function is built when the first process starts, once", async () => {
+  // As root, the policy walks /etc: a gateway that never runs pml:execute does not pay it.
+  let built = 0;
+  const pool = new ExecSandboxPool(() => (built++, execSandboxSpec()), { keepWarm: false });
+  try {
+    assertEquals(built, 0);
+    const first = pool.take();
+    const second = pool.take();
+    assertEquals(built, 1);
+    assert(first.spec === second.spec && first.spec === pool.spec);
+  } finally {
+    await pool.close();
+  }
+});
+
 Deno.test("pml:execute: the warm-up's mcp namespace is not a tool code can call", async () => {
   await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
   await using g = await gatewayFor(ws);

@@ -7,10 +7,29 @@
  * @module
  */
 import { Client } from "../../sdk/client.ts";
-import { StreamableHTTPClientTransport } from "../../sdk/http_client.ts";
-import { SSEClientTransport } from "../../sdk/sse_client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
+
+/**
+ * The SDK's HTTP client transports, imported on the first connection: loading them (with the OAuth
+ * schemas they build) took ~8 ms of every `pml stdio` start before the first `tools/list`, remote
+ * servers declared or not (docs/speed.md). Bare specifiers, so that the bundle imports them on
+ * demand too.
+ */
+async function loadTransports(): Promise<{
+  StreamableHTTPClientTransport:
+    typeof import("../../sdk/http_client.ts").StreamableHTTPClientTransport;
+  SSEClientTransport: typeof import("../../sdk/sse_client.ts").SSEClientTransport;
+}> {
+  const [http, sse] = await Promise.all([
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/client/sse.js"),
+  ]);
+  return {
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    SSEClientTransport: sse.SSEClientTransport,
+  };
+}
 
 /** A remote server as `.pml.json` declares it (values of headers are templates, no secrets). */
 export interface RemoteDef {
@@ -65,6 +84,7 @@ export async function connectRemote(
     return res;
   };
   const url = new URL(def.proxyTo);
+  const { SSEClientTransport, StreamableHTTPClientTransport } = await loadTransports();
   const transport = def.transport === "sse"
     ? new SSEClientTransport(url, { requestInit: { headers }, fetch: watched })
     : new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch: watched });

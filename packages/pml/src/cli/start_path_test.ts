@@ -1,0 +1,88 @@
+/**
+ * What `pml stdio` loads before it can answer: the modules `main.ts` imports statically (Deno's own
+ * module graph, `deno info --json`). Modules that only other commands or a later call need are
+ * imported when they are used (docs/speed.md, "Cold start"); each still has to be reachable through
+ * a dynamic import, or the command that needs it would fail.
+ */
+import { join } from "node:path";
+import { assert, assertEquals } from "../testing/assert.ts";
+
+const ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
+
+interface Graph {
+  readonly roots: readonly string[];
+  readonly modules: readonly {
+    readonly specifier: string;
+    readonly dependencies?: readonly {
+      readonly specifier: string;
+      readonly isDynamic?: boolean;
+      readonly code?: { readonly specifier?: string };
+    }[];
+  }[];
+}
+
+/** The modules reachable from `entry` through static imports, and those only through `import()`. */
+async function moduleGraph(entry: string): Promise<{ statics: string[]; dynamics: string[] }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "--config", join(ROOT, "deno.json"), entry],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert(out.success, new TextDecoder().decode(out.stderr));
+  const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as Graph;
+  const bySpecifier = new Map(graph.modules.map((m) => [m.specifier, m]));
+  const reach = (roots: string[], dynamic: boolean) => {
+    const seen = new Set<string>();
+    const todo = [...roots];
+    while (todo.length) {
+      const at = todo.pop()!;
+      if (seen.has(at)) continue;
+      seen.add(at);
+      for (const dep of bySpecifier.get(at)?.dependencies ?? []) {
+        if (dep.isDynamic && !dynamic) continue;
+        todo.push(dep.code?.specifier ?? dep.specifier);
+      }
+    }
+    return seen;
+  };
+  const statics = reach([...graph.roots], false);
+  const all = reach([...statics], true);
+  const relative = (s: string) => s.replace(`file://${ROOT}/`, "");
+  return {
+    statics: [...statics].map(relative),
+    dynamics: [...all].filter((s) => !statics.has(s)).map(relative),
+  };
+}
+
+/** Modules `pml stdio` does not wait for, by the part of the path they name. */
+const LATER = [
+  "packages/pml/src/cli/init.ts", // the other commands
+  "packages/pml/src/cli/import.ts",
+  "packages/pml/src/cli/serve.ts",
+  "packages/pml/src/cli/status.ts",
+  "packages/pml/src/cli/approvals.ts",
+  "packages/pml/src/cli/approvals_open.ts",
+  "packages/pml/src/cli/trust.ts",
+  "packages/pml/src/ingress/http.ts", // `pml serve`'s HTTP server
+  "node_modules/smol-toml/", // `pml import`'s TOML parser
+  "packages/pml/src/analysis/analyze.ts", // the first `pml:execute`
+  "node_modules/@babel/parser/", // the first analysis of code
+  "node_modules/@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.js", // a cloud or remote
+  "node_modules/@modelcontextprotocol/sdk/dist/esm/client/sse.js", // a remote server over SSE
+];
+
+Deno.test("pml stdio's start: the other commands, HTTP clients and parsers load when used", async () => {
+  const { statics, dynamics } = await moduleGraph(join(ROOT, "packages", "pml", "main.ts"));
+  // The walk sees the gateway the stdio path builds (a graph read wrong would pass vacuously).
+  for (
+    const needed of ["packages/pml/src/gateway/create_gateway.ts", "packages/pml/src/cli/run.ts"]
+  ) {
+    assert(statics.includes(needed), `${needed} is not in the static graph: ${statics.length}`);
+  }
+  const early = LATER.filter((part) => statics.some((s) => s.includes(part)));
+  assertEquals(early, [], "loaded before pml stdio's first answer");
+  const unreachable = LATER.filter((part) => !dynamics.some((s) => s.includes(part)));
+  assertEquals(unreachable, [], "no longer imported at all");
+  // dotenv is CommonJS, required on the first `.env` read (config/dotenv.ts), not imported.
+  assert(!statics.some((s) => s.includes("node_modules/dotenv/")), "dotenv is imported at start");
+});
