@@ -103,7 +103,7 @@ Deno.test("launcher: pml stdio runs V8 sized for one agent, pml serve V8's defau
     await using stdio = await connectStdio(ws);
     assertEquals(
       v8Flags(stdio.pid).split(",").sort(),
-      ["--expose-gc", "--max-semi-space-size=1", "--optimize-for-size"],
+      ["--expose-gc", "--max-semi-space-size=1"],
     );
   }
   await using serve = await spawnServe(ws);

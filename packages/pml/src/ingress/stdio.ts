@@ -4,7 +4,7 @@ import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
 import type { Server } from "../sdk/server.ts";
 import { LineStdioTransport, MessageTooLargeError } from "./stdio_transport.ts";
-import { idleCollector } from "../sandbox/_idle_gc.ts";
+import { idleCollector, memoryReducingGc } from "../sandbox/_idle_gc.ts";
 
 /**
  * Serves `gateway` over stdio until stdin closes. Stdout carries JSON-RPC only (everything else
@@ -38,7 +38,7 @@ export async function serveServerOverStdio(
   console.log = console.error;
   console.info = console.error;
   const transport = new LineStdioTransport(io.stdin, io.stdout, undefined, collectGarbageSoon);
-  transport.onread = idleCollector();
+  transport.onread = idleCollector(memoryReducingGc());
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
   let closing = false;

@@ -86,6 +86,10 @@ export class LineStdioTransport implements Transport {
   #overflow: { bytes: number; prefix: string } | null = null;
   #started = false;
   #closed = false;
+  /** Raw mode: messages sent and not yet written ({@link LineStdioTransport.send}). */
+  #outgoing: string[] = [];
+  #outgoingLength = 0;
+  #written?: Promise<void>;
 
   /**
    * `afterLargeMessage` runs once a message of {@link LARGE_MESSAGE_BYTES} or more has been read
@@ -219,22 +223,43 @@ export class LineStdioTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const text = JSON.stringify(message) + "\n";
-    // Once a large message has been written out, its text is garbage.
-    const written = text.length >= LARGE_MESSAGE_BYTES ? () => this.afterLargeMessage() : undefined;
     const stdout = this.stdout;
     if (!stdout) {
-      try {
-        const bytes = encoder.encode(text);
-        for (let off = 0; off < bytes.length;) off += this.raw.writeSync(bytes.subarray(off));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-      written?.();
-      return Promise.resolve();
+      this.#outgoing.push(text);
+      this.#outgoingLength += text.length;
+      return this.#written ??= new Promise((resolve, reject) =>
+        queueMicrotask(() => {
+          this.#written = undefined;
+          try {
+            this.#writeOutgoing();
+            resolve();
+          } catch (err) {
+            reject(err);
+          }
+        })
+      );
     }
+    // Once a large message has been written out, its text is garbage.
+    const written = text.length >= LARGE_MESSAGE_BYTES ? () => this.afterLargeMessage() : undefined;
     return new Promise((resolve) => {
       if (stdout.write(text, written)) resolve();
       else stdout.once("drain", () => resolve());
     });
+  }
+
+  /**
+   * Writes every message sent since the last write in one synchronous write. The answers a chunk of
+   * a dependency's output completes reach `send` in the same turn of the microtask queue: one write
+   * (one system call, one wake-up of the client) carries them all, as the dependency's own pipe
+   * does. A lone answer goes out before the event loop runs again, so it waits for nothing.
+   */
+  #writeOutgoing(): void {
+    const text = this.#outgoing.length === 1 ? this.#outgoing[0] : this.#outgoing.join("");
+    const large = this.#outgoingLength >= LARGE_MESSAGE_BYTES;
+    this.#outgoing = [];
+    this.#outgoingLength = 0;
+    const bytes = encoder.encode(text);
+    for (let off = 0; off < bytes.length;) off += this.raw.writeSync(bytes.subarray(off));
+    if (large) this.afterLargeMessage();
   }
 }

@@ -87,6 +87,7 @@ Deno.test("stdio transport: the request id is read from the start of an oversize
 function rawHarness(chunks: (string | null)[], maxWrite = 7) {
   const enc = new TextEncoder();
   const written: number[] = [];
+  let writes = 0;
   const queue = [...chunks];
   const raw = {
     read: async (buf: Uint8Array) => {
@@ -99,6 +100,7 @@ function rawHarness(chunks: (string | null)[], maxWrite = 7) {
     },
     // Short writes: the transport must finish each message itself.
     writeSync: (bytes: Uint8Array) => {
+      writes++;
       const n = Math.min(maxWrite, bytes.length);
       written.push(...bytes.subarray(0, n));
       return n;
@@ -116,6 +118,7 @@ function rawHarness(chunks: (string | null)[], maxWrite = 7) {
     messages,
     closed: () => closed,
     reads: () => readCount,
+    writes: () => writes,
     output: () => new TextDecoder().decode(new Uint8Array(written)),
   };
 }
@@ -135,6 +138,21 @@ Deno.test("stdio transport (raw): lines across reads are served, short writes co
   assertEquals(
     h.output(),
     JSON.stringify(reply) + "\n" + JSON.stringify({ jsonrpc: "2.0", id: 2, result: {} }) + "\n",
+  );
+});
+
+Deno.test("stdio transport (raw): answers sent in one turn go out in one write, in order", async () => {
+  const h = rawHarness([null], 1 << 20);
+  const replies = [1, 2, 3].map((id) => ({ jsonrpc: "2.0" as const, id, result: { n: id } }));
+  // As the answers of one chunk of a dependency's output reach the transport: in one turn.
+  await Promise.all(replies.map((r) => h.transport.send(r)));
+  assertEquals(h.writes(), 1);
+  await h.transport.send({ jsonrpc: "2.0", id: 4, result: {} });
+  assertEquals(h.writes(), 2, "a later answer is not held back");
+  assertEquals(
+    h.output(),
+    [...replies, { jsonrpc: "2.0", id: 4, result: {} }].map((r) => JSON.stringify(r) + "\n")
+      .join(""),
   );
 });
 

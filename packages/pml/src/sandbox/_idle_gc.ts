@@ -38,3 +38,17 @@ export function idleCollector(
     if (timer === undefined) arm(IDLE_COLLECT_MS);
   };
 }
+
+/**
+ * `gc` (exposed by `--expose-gc`) as V8's memory-reducing full collection: the "last resort"
+ * flavour collects until nothing more is freed and gives the emptied pages back. `pml stdio` runs
+ * without `--optimize-for-size` (which made every collection reduce memory, at ~1.7× the CPU per
+ * call under load: docs/speed.md); after a 64-way burst a plain collection left its RSS ~45 MB
+ * higher, this one as low as before the burst. `undefined` when `gc` is not exposed.
+ */
+export function memoryReducingGc(
+  gc = (globalThis as { gc?: (options?: unknown) => void }).gc,
+): (() => void) | undefined {
+  if (!gc) return undefined;
+  return () => gc({ type: "major", execution: "sync", flavor: "last-resort" });
+}

@@ -1,5 +1,5 @@
 import { assertEquals } from "../testing/assert.ts";
-import { IDLE_COLLECT_MS, idleCollector } from "./_idle_gc.ts";
+import { IDLE_COLLECT_MS, idleCollector, memoryReducingGc } from "./_idle_gc.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -25,4 +25,11 @@ Deno.test("idle gc: one collection once the process has read nothing for a while
   touch();
   await sleep(IDLE_COLLECT_MS * 1.5);
   assertEquals(collections, 2);
+});
+
+Deno.test("idle gc: the gateway's collection asks V8 for its memory-reducing flavour", () => {
+  const asked: unknown[] = [];
+  memoryReducingGc((options) => asked.push(options))!();
+  assertEquals(asked, [{ type: "major", execution: "sync", flavor: "last-resort" }]);
+  assertEquals(memoryReducingGc(undefined), undefined);
 });
