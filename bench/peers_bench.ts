@@ -15,9 +15,12 @@
  * Each row: sequential latency (median of the rounds' medians, with the median of the rounds' own
  * ratios to the anchor), throughput with 64 calls in flight on one session (likewise), CPU per call
  * of the gateway's process tree (`/proc/<pid>/stat`, the server it spawned included; the anchor's
- * row is the server alone) and the tree's RSS after the run.
+ * row is the server alone) and the tree's RSS after the run. Sections 1 and 2 time 5 rounds;
+ * section 3 (two contenders, ~5 s a round) times 11, for a steadier median of its ratio.
  *
  *   deno run -A bench/peers_bench.ts [http] [cloud] [proxy]   (sections; all by default)
+ *   PEERS_SECTIONS=proxy deno task bench peers                (the same through `deno task bench`)
+ *   PEERS_ROUNDS=3 …                                          (rounds of every section, to iterate)
  */
 import { join } from "node:path";
 import type { Client } from "../packages/pml/src/sdk/client.ts";
@@ -43,12 +46,17 @@ import {
 } from "./_peers.ts";
 import { figure, fmtMs, median, treeCpuTicks, treeRssKb } from "./_stats.ts";
 
-const ROUNDS = 5;
+const ROUNDS = Number(Deno.env.get("PEERS_ROUNDS") ?? 5);
+/** Section 3's rounds: two contenders of a few ms each, so more rounds cost little. */
+const PROXY_ROUNDS = Number(Deno.env.get("PEERS_ROUNDS") ?? 11);
 const SEQUENTIAL = 100;
 const IN_FLIGHT = 64;
 const CONCURRENT_TOTAL = 320;
 const TICK_MS = 1000 / 100; // USER_HZ
-const want = (section: string) => Deno.args.length === 0 || Deno.args.includes(section);
+const SECTIONS = Deno.args.length > 0
+  ? Deno.args
+  : (Deno.env.get("PEERS_SECTIONS") ?? "").split(/[\s,]+/).filter(Boolean);
+const want = (section: string) => SECTIONS.length === 0 || SECTIONS.includes(section);
 
 /** One gateway (or the anchor) of a section. */
 interface Contender {
@@ -99,7 +107,11 @@ async function concurrent(client: Client, call: Contender["call"]): Promise<numb
 }
 
 /** Starts every contender, then times them round by round; the first is the anchor. */
-async function section(title: string, contenders: Contender[]): Promise<Measured[]> {
+async function section(
+  title: string,
+  contenders: Contender[],
+  rounds = ROUNDS,
+): Promise<Measured[]> {
   const running: Running[] = [];
   const results: Measured[] = [];
   try {
@@ -120,8 +132,8 @@ async function section(title: string, contenders: Contender[]): Promise<Measured
         hasPid: r.pid !== undefined,
       });
     }
-    for (let round = 0; round < ROUNDS; round++) {
-      console.error(`peers: ${title.split(":")[0]}, round ${round + 1} of ${ROUNDS}`);
+    for (let round = 0; round < rounds; round++) {
+      console.error(`peers: ${title.split(":")[0]}, round ${round + 1} of ${rounds}`);
       for (let k = 0; k < contenders.length; k++) {
         const i = (k + round) % contenders.length;
         const { client, pid } = running[i];
@@ -136,7 +148,7 @@ async function section(title: string, contenders: Contender[]): Promise<Measured
   } finally {
     for (const r of running) await r.close().catch(() => {});
   }
-  report(title, results);
+  report(title, results, rounds);
   return results;
 }
 
@@ -147,7 +159,7 @@ function roundRatio(row: number[], anchor: number[]): number {
 
 const cpuPerCall = (m: Measured) => m.hasPid ? (m.ticks * TICK_MS * 1000) / m.calls : NaN;
 
-function report(title: string, rows: Measured[]): void {
+function report(title: string, rows: Measured[], rounds: number): void {
   const [anchor] = rows;
   console.log(`\n${title}`);
   console.log(
@@ -168,7 +180,7 @@ function report(title: string, rows: Measured[]): void {
     );
   }
   console.log(
-    `  (${ROUNDS} rounds; latency: ${SEQUENTIAL} sequential calls, median; calls/s: ` +
+    `  (${rounds} rounds; latency: ${SEQUENTIAL} sequential calls, median; calls/s: ` +
       `${CONCURRENT_TOTAL} calls, ${IN_FLIGHT} in flight on one session; ×: median of the ` +
       `rounds' ratios to the first row; CPU and RSS: the gateway's process tree, its server ` +
       `included; load average ${
@@ -414,11 +426,13 @@ if (want("cloud")) {
 
 // ── 3. pml-server's http MCP proxy ────────────────────────────────────────────────────────────
 // The upstream is server-everything (Streamable HTTP, its own Node process), registered in
-// pml-server as an `http` entry with a BYOK key; pml-server runs in the bench's process.
+// pml-server as an `http` entry with a BYOK key; pml-server runs in the bench's process, without
+// the e2e recorder in front of it (that test aid reads, parses and copies every request: it is
+// not pml-server's work).
 if (want("proxy")) {
   const everything = await startEverything();
   const base = everything.url.slice(0, -"/mcp".length);
-  const proxyCloud = await startCloud(base, { upstream: "/mcp", open: "/mcp" });
+  const proxyCloud = await startCloud(base, { upstream: "/mcp", open: "/mcp" }, { record: false });
   const BYOK = { "X-PML-BYOK": btoa(JSON.stringify({ UPSTREAM_TOKEN: "bench-token" })) };
   const echo = (name: string) => (c: Client) =>
     c.callTool({ name, arguments: { message: "bench" } }).then(checked(name));
@@ -448,6 +462,7 @@ if (want("proxy")) {
           call: echo("upstream__echo"),
         },
       ],
+      PROXY_ROUNDS,
     );
     const proxyRatio = roundRatio(proxied.latency, direct.latency);
     figure({

@@ -149,12 +149,14 @@ function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamPaths): 
 }
 
 /**
- * The pml-server app on a fixed loopback port, recording requests. `stop()` and `start()` take the
- * socket down and up again (same store, same key), as a cloud outage would.
+ * The pml-server app on a fixed loopback port, recording requests (unless `record: false`, for a
+ * bench timing pml-server alone: the recorder reads, parses and copies every request). `stop()`
+ * and `start()` take the socket down and up again (same store, same key), as a cloud outage would.
  */
 export async function startCloud(
   upstreamUrl: string,
   paths: UpstreamPaths = { upstream: "/u/mcp", open: "/o/mcp" },
+  options: { readonly record?: boolean } = {},
 ) {
   const dir = Deno.makeTempDirSync({ prefix: "pml-cloud-" });
   writeRegistry(dir, upstreamUrl, paths);
@@ -171,7 +173,7 @@ export async function startCloud(
   const start = () => {
     server = Deno.serve(
       { hostname: "127.0.0.1", port, onListen: () => {} },
-      async (req) => app(await record(req, seen)),
+      options.record === false ? app : async (req) => app(await record(req, seen)),
     );
   };
   start();

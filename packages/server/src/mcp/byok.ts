@@ -27,8 +27,7 @@ export function parseByokHeader(value: string | null): ByokKeys {
   if (value === null || value.trim() === "") return keys;
   let parsed: unknown;
   try {
-    const bytes = Uint8Array.from(atob(value.trim()), (c) => c.charCodeAt(0));
-    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    parsed = JSON.parse(utf8(atob(value.trim())));
   } catch {
     throw invalid("it is not base64 of UTF-8 JSON");
   }
@@ -41,6 +40,21 @@ export function parseByokHeader(value: string | null): ByokKeys {
     if (key !== "") keys.set(name, key);
   }
   return keys;
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+/** A byte past ASCII in `atob`'s output (each of its chars is one byte, 0 to 255). */
+const NON_ASCII = /[\x80-\xff]/;
+
+/**
+ * The text whose UTF-8 bytes `binary` (as `atob` returns them) holds; throws on invalid UTF-8. An
+ * ASCII string is its own decoding, the usual case, read without copying it to bytes.
+ */
+function utf8(binary: string): string {
+  if (!NON_ASCII.test(binary)) return binary;
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return UTF8.decode(bytes);
 }
 
 function invalid(reason: string): HttpError {

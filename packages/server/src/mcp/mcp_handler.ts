@@ -136,10 +136,15 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
       enableJsonResponse: true,
     });
     await server.connect(transport);
+    // No close() once answered: the JSON response is built only after every request of the body
+    // has its answer, so no handler runs any more and the transport holds no stream; close() would
+    // only abort the finished handlers' signals (a DOMException and an McpError per request, ~10%
+    // of this endpoint's time). Server and transport are garbage once this returns.
     try {
       return await transport.handleRequest(request, { parsedBody });
-    } finally {
+    } catch (error) {
       await server.close();
+      throw error;
     }
   };
   const close = async () => {
@@ -168,11 +173,13 @@ function meta(id: string, envRequired: readonly string[]): Record<string, unknow
   return { "pml/toolId": id, "pml/routing": "server", "pml/envRequired": envRequired };
 }
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 /** Reads a bounded JSON body; a JSON-RPC parse error response when it is not JSON. */
 async function readJson(request: Request, maxBodyBytes: number): Promise<unknown> {
   const bytes = await readBody(request, maxBodyBytes);
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    return JSON.parse(UTF8.decode(bytes));
   } catch (error) {
     return jsonRpcError(400, -32700, `Parse error: ${(error as Error).message}`);
   }

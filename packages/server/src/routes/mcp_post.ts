@@ -28,6 +28,8 @@ export interface McpPostDeps extends PublishDeps {
   readonly maxBodyBytes: number;
 }
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 /** Authenticates, then routes the request to the MCP handler or to publishing. */
 export async function handleMcpPost(request: Request, deps: McpPostDeps): Promise<Response> {
   const apiKey = isMcpRequest(request)
@@ -47,7 +49,7 @@ export async function handleMcpPost(request: Request, deps: McpPostDeps): Promis
   const bytes = await readBody(request, deps.maxBodyBytes);
   let body: unknown;
   try {
-    body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    body = JSON.parse(UTF8.decode(bytes));
   } catch (error) {
     throw new HttpError(
       400,
