@@ -11,6 +11,8 @@
  *    SDK client on `/mcp`.
  * 3. pml-server's http MCP proxy: `echo` of server-everything (Streamable HTTP, its own process)
  *    through pml-server's `/mcp` with a BYOK key, against an SDK client on server-everything.
+ *    The figure's row runs pml-server in the bench's process; a second row runs
+ *    `bin/pml-server serve` in its own process (as deployed), which also gives its CPU per call.
  *
  * Each row: sequential latency (median of the rounds' medians, with the median of the rounds' own
  * ratios to the anchor), throughput with 64 calls in flight on one session (likewise), CPU per call
@@ -25,7 +27,7 @@
 import { join } from "node:path";
 import type { Client } from "../packages/pml/src/sdk/client.ts";
 import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
-import { startCloud, startUpstream } from "../tests/e2e/_cloud.ts";
+import { startCloud, startUpstream, writeRegistry } from "../tests/e2e/_cloud.ts";
 import { spawnServe } from "../tests/e2e/_serve.ts";
 import { PML_BIN, pmlEnv } from "../tests/e2e/_spawn.ts";
 import { startEverything } from "../packages/server/tests/upstream.ts";
@@ -424,6 +426,60 @@ if (want("cloud")) {
   );
 }
 
+/**
+ * `bin/pml-server serve` in a process of its own, as it is deployed (SQLite in a temporary folder,
+ * the registry of {@link startCloud} with `upstream` at `base`), and its API key.
+ */
+async function pmlServerProcess(base: string) {
+  const dir = Deno.makeTempDirSync({ prefix: "pml-bench-server-" });
+  writeRegistry(join(dir, "registry"), base, { upstream: "/mcp", open: "/mcp" });
+  const env = {
+    HOME: dir,
+    PATH: Deno.env.get("PATH") ?? "",
+    PML_DATA_DIR: join(dir, "data"),
+    PML_REGISTRY_DIR: join(dir, "registry"),
+  };
+  const launcher = join(ROOT, "bin/pml-server");
+  const keys = await new Deno.Command(launcher, {
+    args: ["keys", "create", "--label", "bench"],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  const key = new TextDecoder().decode(keys.stdout).split("\n")[0].trim();
+  const child = new Deno.Command(launcher, {
+    args: ["serve", "--port", "0"],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let printed = "";
+  let url: string | undefined;
+  while (url === undefined) {
+    const { value, done } = await lines.read();
+    if (done) throw new Error(`pml-server exited before listening: ${printed}`);
+    printed += value;
+    url = /pml-server listening on (http:\/\/\S+?)\/?$/m.exec(printed)?.[1];
+  }
+  const drain = (async () => {
+    while (!(await lines.read()).done) { /* keep the pipe flowing */ }
+  })();
+  return {
+    url,
+    key,
+    pid: child.pid,
+    async close() {
+      child.kill("SIGTERM");
+      await child.status;
+      await drain.catch(() => {});
+      Deno.removeSync(dir, { recursive: true });
+    },
+  };
+}
+
 // ── 3. pml-server's http MCP proxy ────────────────────────────────────────────────────────────
 // The upstream is server-everything (Streamable HTTP, its own Node process), registered in
 // pml-server as an `http` entry with a BYOK key; pml-server runs in the bench's process, without
@@ -433,11 +489,12 @@ if (want("proxy")) {
   const everything = await startEverything();
   const base = everything.url.slice(0, -"/mcp".length);
   const proxyCloud = await startCloud(base, { upstream: "/mcp", open: "/mcp" }, { record: false });
+  const ownProcess = await pmlServerProcess(base);
   const BYOK = { "X-PML-BYOK": btoa(JSON.stringify({ UPSTREAM_TOKEN: "bench-token" })) };
   const echo = (name: string) => (c: Client) =>
     c.callTool({ name, arguments: { message: "bench" } }).then(checked(name));
   try {
-    const [direct, proxied] = await section(
+    const [direct, proxied, separate] = await section(
       "echo of server-everything: pml-server's http MCP proxy",
       [
         {
@@ -461,6 +518,18 @@ if (want("proxy")) {
           },
           call: echo("upstream__echo"),
         },
+        {
+          name: "pml-server proxy, own process",
+          mode: "`bin/pml-server serve`, as deployed",
+          start: async () => {
+            const client = await overHttp(`${ownProcess.url}/mcp`, {
+              Authorization: `Bearer ${ownProcess.key}`,
+              ...BYOK,
+            });
+            return { client, pid: ownProcess.pid, close: () => client.close() };
+          },
+          call: echo("upstream__echo"),
+        },
       ],
       PROXY_ROUNDS,
     );
@@ -468,15 +537,22 @@ if (want("proxy")) {
     figure({
       id: "10c-server-proxy",
       what: "an http MCP's tool through pml-server's proxy (server-everything `echo`) vs direct",
-      now: `${proxyRatio.toFixed(2)}× (${fmtMs(median(proxied.latency))} vs ${
-        fmtMs(median(direct.latency))
-      }; throughput ${roundRatio(proxied.throughput, direct.throughput).toFixed(2)}×)`,
+      now:
+        `${proxyRatio.toFixed(2)}× (${fmtMs(median(proxied.latency))} vs ${
+          fmtMs(median(direct.latency))
+        }; throughput ${
+          roundRatio(proxied.throughput, direct.throughput).toFixed(2)
+        }×; pml-server ` +
+        `in its own process: ${roundRatio(separate.latency, direct.latency).toFixed(2)}×, ` +
+        `throughput ${roundRatio(separate.throughput, direct.throughput).toFixed(2)}×, ` +
+        `${cpuPerCall(separate).toFixed(0)} µs CPU per call)`,
       target: "≤ 1.3×",
       met: proxyRatio <= 1.3,
       bench: "peers",
     });
   } finally {
     await proxyCloud[Symbol.asyncDispose]();
+    await ownProcess.close();
     await everything.close();
   }
 }

@@ -109,7 +109,7 @@ export interface UpstreamPaths {
 }
 
 /** The registry folder: the repository's std modules and routing, plus `upstream` and `open`. */
-function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamPaths): void {
+export function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamPaths): void {
   Deno.mkdirSync(join(dir, "std"), { recursive: true });
   Deno.mkdirSync(join(dir, "mcp"), { recursive: true });
   Deno.copyFileSync(join(ROOT, "registry/routing.json"), join(dir, "routing.json"));
