@@ -96,7 +96,7 @@ export async function postToolCall(
       : undefined;
     if (!answer) {
       await response.body?.cancel().catch(() => {});
-      throw session.httpError(-1, `Unexpected answer to tools/call (content type "${type}")`);
+      throw new Error(`its answer to tools/call held no response to it (content type "${type}")`);
     }
     if ("error" in answer) {
       const { code, message, data } = answer.error;

@@ -141,3 +141,21 @@ Deno.test("CloudClient.callTool on a cloud that redirects its endpoint: the SDK'
     await front.shutdown();
   }
 });
+
+Deno.test("CloudClient.callTool: an answer that holds no response to the call is a clear error, at once", async () => {
+  await using mcp = startMcp({ json: true });
+  const client = new CloudClient({
+    cloudUrl: mcp.url,
+    apiKey: "k",
+    fetch: async (url, init) =>
+      typeof init?.body === "string" && init.body.includes('"tools/call"')
+        ? Response.json({ jsonrpc: "2.0", id: "someone else's", result: { content: [] } })
+        : await fetch(url, init),
+  });
+  try {
+    const err = await assertRejects(() => client.callTool("ns__a", {}));
+    assert(String(err).includes("held no response to it"), String(err));
+  } finally {
+    await client.close();
+  }
+});
