@@ -48,6 +48,20 @@ export function treeCpuTicks(pid: number): number {
   });
 }
 
+/**
+ * CPU time (ms, user + system) that the threads of process `pid` alive now have used, from
+ * `/proc/<pid>/task/<tid>/schedstat` (nanoseconds, where `/proc/<pid>/stat` counts 10 ms ticks).
+ */
+export function processCpuMs(pid: number): number {
+  let ns = 0;
+  for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/schedstat`).split(" ")[0]);
+    } catch { /* the thread ended meanwhile */ }
+  }
+  return ns / 1e6;
+}
+
 function sumOverTree(pid: number, file: string, field: RegExp | ((text: string) => number)) {
   const read = typeof field === "function" ? field : (text: string) => {
     const m = text.match(field);

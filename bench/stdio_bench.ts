@@ -14,7 +14,17 @@ import { installPacked } from "../packages/pml/scripts/pack.ts";
 import { LEAN_V8_FLAGS } from "../packages/pml/src/sandbox/sandbox_process.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { figure, fmtMs, median, ratio, row, timeCalls, treePssKb, treeRssKb } from "./_stats.ts";
+import {
+  figure,
+  fmtMs,
+  median,
+  processCpuMs,
+  ratio,
+  row,
+  timeCalls,
+  treePssKb,
+  treeRssKb,
+} from "./_stats.ts";
 
 const ROOT = join(import.meta.dirname!, "..");
 const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-bench-" }));
@@ -31,6 +41,32 @@ trustContentSync(join(ws, "home", ".pml"), ws, pmlJson); // as `pml trust` would
 const project = Deno.makeTempDirSync({ prefix: "pml-bench-npm-" });
 const installed = await installPacked(project);
 const env = { PATH: Deno.env.get("PATH") ?? "", HOME: join(ws, "home"), PML_WORKSPACE: ws };
+/** The V8 flags `bin/pml` gives `pml stdio`, for the floors below. */
+const STDIO_FLAGS = Deno.readTextFileSync(join(ROOT, "bin", "pml")).match(/\*\) v8=(\S+)[ ;]/)?.[1];
+if (!STDIO_FLAGS) throw new Error("stdio bench: no V8 flags for `pml stdio` found in bin/pml");
+/**
+ * The floor of a cold start (docs/speed.md, "Floors"): the SDK's `Server` alone on PML's stdio
+ * transport (`bench/_sdk_server.ts`), with `pml stdio`'s V8 flags and its code cache folder, so
+ * that its modules are compiled once, as the launcher's are.
+ */
+const sdkFloor = {
+  command: Deno.execPath(),
+  args: [
+    "run",
+    "-A",
+    "--quiet",
+    "--no-lock",
+    `--v8-flags=${STDIO_FLAGS}`,
+    "--config",
+    join(ROOT, "deno.json"),
+    join(ROOT, "bench", "_sdk_server.ts"),
+  ],
+  env: {
+    ...env,
+    DENO_DIR: join(ROOT, "node_modules", ".cache", "pml-deno", "lean"),
+    DENO_NO_UPDATE_CHECK: "1",
+  },
+};
 
 const servers = {
   pml: {
@@ -54,13 +90,13 @@ const servers = {
 };
 type Name = keyof typeof servers;
 
-async function connect(name: Name) {
-  const s = servers[name];
+/** Spawns a server and lists its tools: the time that took, and the CPU its process spent. */
+async function start(s: { command: string; args: string[]; env?: Record<string, string> }) {
   const transport = new StdioClientTransport({
     command: s.command,
     args: s.args,
     cwd: ws,
-    env,
+    env: s.env ?? env,
     stderr: "ignore",
   });
   const client = new Client({ name: "bench", version: "1" });
@@ -68,29 +104,48 @@ async function connect(name: Name) {
   await client.connect(transport);
   await client.listTools();
   const startupMs = performance.now() - t0;
+  return { client, transport, startupMs, cpuMs: processCpuMs(transport.pid!) };
+}
+
+async function connect(name: Name) {
+  const s = servers[name];
+  const { client, transport, startupMs, cpuMs } = await start(s);
   const call = async () => {
     const r = await client.callTool({ name: s.tool, arguments: { path: s.path } });
     if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
   };
-  return { client, transport, call, startupMs };
+  return { client, transport, call, startupMs, cpuMs };
 }
 
 console.log("# pml stdio vs @modelcontextprotocol/server-filesystem (direct), read_file 4 KiB");
-const startup: Record<Name, number[]> = { pml: [], bundled: [], direct: [] };
+type Starter = Name | "floor";
+const startup: Record<Starter, number[]> = { pml: [], bundled: [], direct: [], floor: [] };
+const startCpu: Record<Starter, number[]> = { pml: [], bundled: [], direct: [], floor: [] };
 for (let i = 0; i < 7; i++) {
-  for (const name of ["pml", "bundled", "direct"] as const) {
-    const c = await connect(name);
+  for (const name of ["pml", "bundled", "direct", "floor"] as const) {
+    const c = name === "floor" ? await start(sdkFloor) : await connect(name);
     startup[name].push(c.startupMs);
+    startCpu[name].push(c.cpuMs);
     await c.client.close();
   }
 }
 console.log(row("spawn → first tools/list: pml stdio", startup.pml, startup.direct));
 console.log(row("spawn → first tools/list: npm package", startup.bundled, startup.direct));
 console.log(row("spawn → first tools/list: server-filesystem", startup.direct));
+console.log(row("spawn → first tools/list: the SDK's Server alone", startup.floor));
+// A loaded machine stretches every start: the floor measured in the same rounds, and the CPU the
+// process spent until its answer (which waiting for a core does not inflate), say what PML adds.
+const overFloor = (name: Starter) =>
+  `${ratio(median(startup[name]), median(startup.floor))} the SDK's Server alone; CPU ${
+    fmtMs(median(startCpu[name]))
+  } vs ${fmtMs(median(startCpu.floor))}`;
+console.log(`pml stdio: ${overFloor("pml")}; npm package: ${overFloor("bundled")}`);
 figure({
   id: "4-cold",
   what: "cold spawn of `pml stdio` → first `tools/list`",
-  now: `${fmtMs(median(startup.pml))} (server-filesystem: ${fmtMs(median(startup.direct))})`,
+  now: `${fmtMs(median(startup.pml))} (server-filesystem: ${fmtMs(median(startup.direct))}; ${
+    overFloor("pml")
+  })`,
   target: "< 150 ms",
   met: median(startup.pml) < 150,
   bench: "stdio",
@@ -99,7 +154,9 @@ figure({
   id: "4b-cold-bundled",
   what:
     "cold spawn of `pml stdio` from the npm package (`npm pack`, installed) → first `tools/list`",
-  now: `${fmtMs(median(startup.bundled))} (server-filesystem: ${fmtMs(median(startup.direct))})`,
+  now: `${fmtMs(median(startup.bundled))} (server-filesystem: ${fmtMs(median(startup.direct))}; ${
+    overFloor("bundled")
+  })`,
   target: "< 150 ms",
   met: median(startup.bundled) < 150,
   bench: "stdio",
@@ -163,19 +220,7 @@ const mb = (kb: number) => (kb / 1024).toFixed(1);
  * `tools/list`, plus an idle Deno process with a std sandbox's V8 flags; RSS summed, 1 s idle.
  */
 async function memoryFloorKb(): Promise<number> {
-  const launcher = Deno.readTextFileSync(join(ROOT, "bin", "pml"));
-  const stdioFlags = launcher.match(/\*\) v8=(\S+)[ ;]/)?.[1];
-  if (!stdioFlags) throw new Error("stdio bench: no V8 flags for `pml stdio` found in bin/pml");
-  const transport = new StdioClientTransport({
-    command: Deno.execPath(),
-    args: ["run", "-A", `--v8-flags=${stdioFlags}`, join(ROOT, "bench", "_sdk_server.ts")],
-    cwd: ws,
-    env,
-    stderr: "ignore",
-  });
-  const client = new Client({ name: "bench", version: "1" });
-  await client.connect(transport);
-  await client.listTools();
+  const { client, transport } = await start(sdkFloor);
   const idle = new Deno.Command(Deno.execPath(), {
     args: ["eval", `--v8-flags=${LEAN_V8_FLAGS}`, "setInterval(() => {}, 2 ** 30)"],
     stdout: "null",
