@@ -63,7 +63,14 @@ const sdkFloor = {
   ],
   env: {
     ...env,
-    DENO_DIR: join(ROOT, "node_modules", ".cache", "pml-deno", "lean"),
+    // bin/pml's folder for these flags: named after them, without dashes, commas as "+".
+    DENO_DIR: join(
+      ROOT,
+      "node_modules",
+      ".cache",
+      "pml-deno",
+      STDIO_FLAGS.replaceAll("--", "").replaceAll(",", "+"),
+    ),
     DENO_NO_UPDATE_CHECK: "1",
   },
 };
