@@ -18,7 +18,9 @@
  * ratios to the anchor), throughput with 64 calls in flight on one session (likewise), CPU per call
  * of the gateway's process tree (`/proc/<pid>/stat`, the server it spawned included; the anchor's
  * row is the server alone) and the tree's RSS after the run. Sections 1 and 2 time 5 rounds;
- * section 3 (two contenders, ~5 s a round) times 11, for a steadier median of its ratio.
+ * section 3 (three contenders, ~8 s a round) times 11, and its sequential calls go one by one in
+ * turn through every contender (each round's latency is still each contender's median of 100),
+ * for a steadier median of its ratio on a machine whose load moves.
  *
  *   deno run -A bench/peers_bench.ts [http] [cloud] [proxy]   (sections; all by default)
  *   PEERS_SECTIONS=proxy deno task bench peers                (the same through `deno task bench`)
@@ -109,10 +111,29 @@ async function concurrent(client: Client, call: Contender["call"]): Promise<numb
 }
 
 /** Starts every contender, then times them round by round; the first is the anchor. */
+/**
+ * Sequential latency of every contender with their calls interleaved one by one (call 1 of each,
+ * then call 2 of each, …), so that a machine whose load changes from second to second weighs on
+ * every contender alike: each contender's median.
+ */
+async function interleavedSequential(clients: Client[], contenders: Contender[]) {
+  const samples: number[][] = contenders.map(() => []);
+  for (let n = 0; n < SEQUENTIAL; n++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (k + n) % contenders.length;
+      const t = performance.now();
+      await contenders[i].call(clients[i]);
+      samples[i].push(performance.now() - t);
+    }
+  }
+  return samples.map(median);
+}
+
 async function section(
   title: string,
   contenders: Contender[],
   rounds = ROUNDS,
+  { interleaved = false } = {},
 ): Promise<Measured[]> {
   const running: Running[] = [];
   const results: Measured[] = [];
@@ -136,11 +157,20 @@ async function section(
     }
     for (let round = 0; round < rounds; round++) {
       console.error(`peers: ${title.split(":")[0]}, round ${round + 1} of ${rounds}`);
+      if (interleaved) {
+        const before = running.map((r) => r.pid === undefined ? 0 : treeCpuTicks(r.pid));
+        const latencies = await interleavedSequential(running.map((r) => r.client), contenders);
+        latencies.forEach((latency, i) => {
+          results[i].latency.push(latency);
+          const pid = running[i].pid;
+          if (pid !== undefined) results[i].ticks += treeCpuTicks(pid) - before[i];
+        });
+      }
       for (let k = 0; k < contenders.length; k++) {
         const i = (k + round) % contenders.length;
         const { client, pid } = running[i];
         const before = pid === undefined ? 0 : treeCpuTicks(pid);
-        results[i].latency.push(await sequential(client, contenders[i].call));
+        if (!interleaved) results[i].latency.push(await sequential(client, contenders[i].call));
         results[i].throughput.push(await concurrent(client, contenders[i].call));
         if (pid !== undefined) results[i].ticks += treeCpuTicks(pid) - before;
         results[i].calls += SEQUENTIAL + CONCURRENT_TOTAL;
@@ -532,6 +562,7 @@ if (want("proxy")) {
         },
       ],
       PROXY_ROUNDS,
+      { interleaved: true },
     );
     const proxyRatio = roundRatio(proxied.latency, direct.latency);
     figure({
