@@ -11,6 +11,7 @@
 import { join } from "node:path";
 import { trustContentSync } from "../packages/pml/src/config/trust_store.ts";
 import { installPacked } from "../packages/pml/scripts/pack.ts";
+import { IDLE_COLLECT_MS } from "../packages/pml/src/sandbox/_idle_gc.ts";
 import { LEAN_V8_FLAGS } from "../packages/pml/src/sandbox/sandbox_process.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
@@ -209,13 +210,21 @@ for (let round = 0; round < 20; round++) {
 console.log(row("4 reads in one turn, one after another", turns.serial));
 console.log(row("4 reads in one turn, side by side", turns.parallel, turns.serial));
 
-/** Tree RSS and PSS of `pid` 1 s after the calls so far, and its RSS 1 s after 10,000 more. */
+/**
+ * How long after its last call a tree counts as idle: past the collection `pml stdio` and its
+ * sandboxes run once they have read nothing for {@link IDLE_COLLECT_MS}, with room for a busy
+ * machine. Read at exactly 1 s, the figure raced that collection (~8 MB either side of it since
+ * `pml stdio` left `--optimize-for-size`), and "after 10,000 calls" read +0.5 or +11.7 MB by luck.
+ */
+const IDLE_MS = IDLE_COLLECT_MS + 1_500;
+
+/** Tree RSS and PSS of `pid` once idle after the calls so far, and its RSS idle after 10,000 more. */
 async function memoryOf(pid: number, call: () => Promise<void>) {
-  await new Promise((r) => setTimeout(r, 1000));
+  await new Promise((r) => setTimeout(r, IDLE_MS));
   const idleKb = treeRssKb(pid);
   const idlePssKb = treePssKb(pid);
   await timeCalls(call, 10_000);
-  await new Promise((r) => setTimeout(r, 1000));
+  await new Promise((r) => setTimeout(r, IDLE_MS));
   return { idleKb, idlePssKb, afterKb: treeRssKb(pid) };
 }
 
@@ -224,7 +233,7 @@ const mb = (kb: number) => (kb / 1024).toFixed(1);
 /**
  * The floor of the same tree without PML (docs/speed.md, "Floors"): the SDK's `Server` on PML's
  * stdio transport with the launcher's V8 flags (`bench/_sdk_server.ts`), after its first
- * `tools/list`, plus an idle Deno process with a std sandbox's V8 flags; RSS summed, 1 s idle.
+ * `tools/list`, plus an idle Deno process with a std sandbox's V8 flags; RSS summed, idle.
  */
 async function memoryFloorKb(): Promise<number> {
   const { client, transport } = await start(sdkFloor);
@@ -233,7 +242,7 @@ async function memoryFloorKb(): Promise<number> {
     stdout: "null",
     stderr: "null",
   }).spawn();
-  await new Promise((r) => setTimeout(r, 1000));
+  await new Promise((r) => setTimeout(r, IDLE_MS));
   const kb = treeRssKb(transport.pid!) + treeRssKb(idle.pid);
   idle.kill();
   await idle.status;
