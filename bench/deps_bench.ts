@@ -2,8 +2,10 @@
  * Stdio dependencies: `memory:read_graph` through PML (SDK client → in-memory MCP → gateway →
  * StdioTarget → `@modelcontextprotocol/server-memory` under Deno) against the same server, started
  * with the same command, called directly with the SDK client over stdio. Per-call latency (median,
- * p99), throughput with 64 concurrent calls (the gateway in process, and through a spawned
- * `pml stdio` as an agent runs it), and cold start (spawn → initialize → tools/list) under Deno vs
+ * p99) and throughput with 64 concurrent calls with the gateway in process; throughput and
+ * sequential latency through a spawned `pml stdio` as an agent runs it, timed in the same rounds as
+ * `bench/_relay.ts` in its place (the floor) and the direct client; and cold start (spawn →
+ * initialize → tools/list) under Deno vs
  * `node <bin>` vs `npx --offline`. The install is PML's own (`--prefer-offline`): from npm's
  * cache, fetched from the registry on a machine that has not cached the package yet.
  *
@@ -21,12 +23,16 @@ import { createMcpServer } from "../packages/pml/src/gateway/mcp_server.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { InMemoryTransport } from "../packages/pml/src/sdk/in_memory.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
-import { figure, median, row } from "./_stats.ts";
+import { figure, fmtMs, median, row } from "./_stats.ts";
 
 const SEQUENTIAL = 1000;
 const CONCURRENCY = 64;
 const CONCURRENT_TOTAL = 2000;
 const THROUGHPUT_ROUNDS = 5;
+/** Sequential calls per side and round on the agent's path (spawned pml stdio, relay, direct). */
+const AGENT_SEQUENTIAL = 200;
+/** Issue 31 item 4: through a stdio dependency, within this factor of the relay floor. */
+const RELAY_FACTOR = 1.15;
 const COLD_ROUNDS = 5;
 
 const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-deps-bench-" }));
@@ -168,8 +174,53 @@ async function throughputRounds(viaPml: () => Promise<void>) {
 }
 const inProcess = await throughputRounds(callPml);
 
+type Side = "pml" | "relay" | "direct";
+/**
+ * The spawned `pml stdio`, the relay and the direct client, in {@link THROUGHPUT_ROUNDS} rounds: in
+ * each, a 64-way throughput run of each side (the order rotating), then {@link AGENT_SEQUENTIAL}
+ * sequential calls of each side taken in turns (a call of each, the order rotating), as the first
+ * section does for two. Each ratio is the median of the rounds' own ratios.
+ */
+async function agentPathRounds(calls: Record<Side, () => Promise<void>>) {
+  const sides = Object.keys(calls) as Side[];
+  for (const side of sides) await throughput(calls[side]); // warm-up (JIT)
+  const perSecond: Record<Side, number[]> = { pml: [], relay: [], direct: [] };
+  const latency: Record<Side, number[]> = { pml: [], relay: [], direct: [] };
+  for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
+    const order = sides.map((_, i) => sides[(i + round) % sides.length]);
+    for (const side of order) perSecond[side].push(await throughput(calls[side]));
+    const samples: Record<Side, number[]> = { pml: [], relay: [], direct: [] };
+    for (let i = 0; i < AGENT_SEQUENTIAL; i++) {
+      for (let k = 0; k < sides.length; k++) {
+        const side = order[(i + k) % sides.length];
+        await timed(calls[side], samples[side]);
+      }
+    }
+    for (const side of sides) latency[side].push(median(samples[side]));
+  }
+  const ratio = (of: number[], to: number[]) => median(of.map((x, i) => x / to[i]));
+  return {
+    perSecond,
+    latency,
+    throughput: {
+      pml: ratio(perSecond.pml, perSecond.direct),
+      relay: ratio(perSecond.relay, perSecond.direct),
+      pmlToRelay: ratio(perSecond.pml, perSecond.relay),
+    },
+    latencyRatio: {
+      pml: ratio(latency.pml, latency.direct),
+      relay: ratio(latency.relay, latency.direct),
+      pmlToRelay: ratio(latency.pml, latency.relay),
+    },
+  };
+}
+
 // The agent's path: the same calls through a spawned `pml stdio` (the launcher, the same
-// workspace and install), so the gateway's process hop and its V8 settings are in the figure.
+// workspace and install), so the gateway's process hop and its V8 settings are in the figure; and
+// the floor of any gateway in that place, a relay that only parses and rewrites each message
+// (bench/_relay.ts), between the same client and the same server command. Both are timed with the
+// direct client in the same rounds (the order rotating), so that the ratio between them is taken
+// under the same load.
 const spawned = await stdioClient(join(import.meta.dirname!, "..", "bin", "pml"), ["stdio"], {
   PATH: env.PATH ?? "",
   HOME: env.HOME ?? ws,
@@ -185,11 +236,6 @@ const first = await spawned.callTool({ name: "memory__read_graph", arguments: {}
 if (first.isError || (first.structuredContent as { workflow_id?: string })?.workflow_id) {
   throw new Error(`deps bench: pml stdio did not run the call: ${JSON.stringify(first)}`);
 }
-const viaStdio = await throughputRounds(callSpawned);
-await spawned.close();
-
-// The floor of any gateway in that place: a relay that only parses and rewrites each message
-// (bench/_relay.ts), between the same client and the same server command.
 const relay = await stdioClient(
   Deno.execPath(),
   ["run", "-A", join(import.meta.dirname!, "_relay.ts"), "stdio", spec.command, ...spec.args],
@@ -199,7 +245,12 @@ const callRelay = async () => {
   const r = await relay.callTool({ name: "read_graph", arguments: {} });
   if (r.isError) throw new Error(`relay: ${JSON.stringify(r.content)}`);
 };
-const viaRelay = await throughputRounds(callRelay);
+const agentPath = await agentPathRounds({
+  pml: callSpawned,
+  relay: callRelay,
+  direct: callDirect,
+});
+await spawned.close();
 await relay.close();
 
 await pml.close();
@@ -243,10 +294,10 @@ console.log(`  ${row("direct (SDK client → same server)", viaDirect)}`);
 console.log(
   `  overhead: median +${(median(viaPml) - median(viaDirect)).toFixed(3)} ms (target ≤ +1 ms)`,
 );
-/** The report line of one throughput measurement; `via` names what stood between (pml, relay). */
-function throughputLine(label: string, via: string, t: typeof inProcess) {
+/** The report line of the in-process throughput measurement. */
+function throughputLine(label: string, t: typeof inProcess) {
   console.log(
-    `  throughput, ${CONCURRENCY} concurrent (${THROUGHPUT_ROUNDS} rounds), ${label}: ${via} ${
+    `  throughput, ${CONCURRENCY} concurrent (${THROUGHPUT_ROUNDS} rounds), ${label}: pml ${
       t.pml.toFixed(0)
     } calls/s, direct ${t.direct.toFixed(0)} calls/s (medians), ratio ${
       t.ratio.toFixed(2)
@@ -255,41 +306,67 @@ function throughputLine(label: string, via: string, t: typeof inProcess) {
     }; target ≥ 0.9×)`,
   );
 }
-/** The report line and the table row of one throughput measurement through PML. */
-function reportThroughput(
-  id: string,
-  what: string,
-  label: string,
-  t: typeof inProcess,
-  floor?: typeof inProcess,
-) {
-  throughputLine(label, "pml", t);
-  figure({
-    id,
-    what: `${CONCURRENCY}-way throughput through a stdio dependency ${what} vs direct`,
-    now: `${t.ratio.toFixed(2)}× (${t.pml.toFixed(0)} vs ${t.direct.toFixed(0)} calls/s${
-      floor
-        ? `; a relay that only parses each message, in its place: ${floor.ratio.toFixed(2)}×`
-        : ""
-    })`,
-    target: "≥ 0.9×",
-    met: t.ratio >= 0.9,
-    bench: "deps",
-  });
-}
-reportThroughput("6-throughput", "(memory:read_graph)", "gateway in process", inProcess);
-reportThroughput(
-  "6a-throughput-stdio",
-  "via a spawned `pml stdio` (the agent's path)",
-  "through a spawned pml stdio",
-  viaStdio,
-  viaRelay,
+figure({
+  id: "6-throughput",
+  what: `${CONCURRENCY}-way throughput through a stdio dependency (memory:read_graph) vs direct`,
+  now: `${inProcess.ratio.toFixed(2)}× (${inProcess.pml.toFixed(0)} vs ${
+    inProcess.direct.toFixed(0)
+  } calls/s)`,
+  target: "≥ 0.9×",
+  met: inProcess.ratio >= 0.9,
+  bench: "deps",
+});
+throughputLine("gateway in process", inProcess);
+const calls = (side: Side) => median(agentPath.perSecond[side]).toFixed(0);
+const ms = (side: Side) => fmtMs(median(agentPath.latency[side]));
+const byRound = (of: Side, to: Side, m: Record<Side, number[]>) =>
+  m[of].map((x, i) => (x / m[to][i]).toFixed(2)).join(", ");
+const t = agentPath.throughput;
+const l = agentPath.latencyRatio;
+console.log(
+  `  the agent's path (${THROUGHPUT_ROUNDS} rounds, each side in turn): a spawned pml stdio, a relay` +
+    ` that only parses each message (bench/_relay.ts stdio) and the direct client`,
 );
-throughputLine(
-  "through a relay that only parses each message (bench/_relay.ts stdio)",
-  "relay",
-  viaRelay,
+console.log(
+  `    throughput, ${CONCURRENCY} concurrent: pml ${calls("pml")}, relay ${
+    calls("relay")
+  }, direct ${calls("direct")} calls/s (medians); pml ${t.pml.toFixed(2)}×, relay ${
+    t.relay.toFixed(2)
+  }× of direct; pml ${t.pmlToRelay.toFixed(2)}× of the relay (rounds: ${
+    byRound("pml", "relay", agentPath.perSecond)
+  })`,
 );
+console.log(
+  `    latency, ${AGENT_SEQUENTIAL} sequential calls a round: pml ${ms("pml")}, relay ${
+    ms("relay")
+  }, direct ${ms("direct")} (medians of the rounds' medians); pml ${l.pml.toFixed(2)}×, relay ${
+    l.relay.toFixed(2)
+  }× of direct; pml ${l.pmlToRelay.toFixed(2)}× the relay's (rounds: ${
+    byRound("pml", "relay", agentPath.latency)
+  })`,
+);
+figure({
+  id: "6a-throughput-stdio",
+  what: `${CONCURRENCY}-way throughput through a stdio dependency via a spawned \`pml stdio\` ` +
+    `(the agent's path) vs direct`,
+  now: `${t.pml.toFixed(2)}× (${calls("pml")} vs ${calls("direct")} calls/s); a relay that only ` +
+    `parses each message, in its place: ${t.relay.toFixed(2)}×; pml ÷ relay ${
+      t.pmlToRelay.toFixed(2)
+    }`,
+  target: `≥ the relay's ÷ ${RELAY_FACTOR} (pml ÷ relay ≥ ${(1 / RELAY_FACTOR).toFixed(2)})`,
+  met: t.pmlToRelay >= 1 / RELAY_FACTOR,
+  bench: "deps",
+});
+figure({
+  id: "6c-latency-stdio",
+  what: "sequential latency through a stdio dependency via a spawned `pml stdio` vs direct",
+  now: `${l.pml.toFixed(2)}× (${ms("pml")} vs ${ms("direct")}); the relay in its place: ${
+    l.relay.toFixed(2)
+  }× (${ms("relay")}); pml ÷ relay ${l.pmlToRelay.toFixed(2)}`,
+  target: `≤ the relay's × ${RELAY_FACTOR}`,
+  met: l.pmlToRelay <= RELAY_FACTOR,
+  bench: "deps",
+});
 console.log(`  ${row("cold start under Deno (spawn → tools/list)", coldDeno, coldNode)}`);
 console.log(`  ${row("cold start node <bin>", coldNode)}`);
 console.log(`  ${row("cold start npx --offline", coldNpx, coldNode)}`);

@@ -103,7 +103,7 @@ Deno.test("launcher: pml stdio runs V8 sized for one agent, pml serve V8's defau
     await using stdio = await connectStdio(ws);
     assertEquals(
       v8Flags(stdio.pid).split(",").sort(),
-      ["--expose-gc", "--max-semi-space-size=1"],
+      ["--expose-gc", "--max-semi-space-size=4"],
     );
   }
   await using serve = await spawnServe(ws);
@@ -125,7 +125,7 @@ Deno.test("launcher: pml serve and pml stdio keep Deno's compiled code apart (th
     }
     const dirs = [...Deno.readDirSync(cache)].map((e) => e.name).sort();
     // Named after the flags: a change of either flag set starts a cache of its own.
-    assertEquals(dirs, ["expose-gc", "max-semi-space-size=1+expose-gc"]);
+    assertEquals(dirs, ["expose-gc", "max-semi-space-size=4+expose-gc"]);
     for (const dir of dirs) {
       assert([...Deno.readDirSync(join(cache, dir))].length > 0, `nothing cached in ${dir}`);
     }

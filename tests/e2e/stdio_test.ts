@@ -233,6 +233,10 @@ Deno.test("e2e stdio: malformed input gets JSON-RPC errors, the server keeps ser
   await send(JSON.stringify({ hello: "world" }));
   await waitFor(lines, 2);
   assertEquals(JSON.parse(lines[1]).error.code, -32600);
+  // JSON-RPC 2.0 on its face, but neither a request, a notification nor a response.
+  await send(JSON.stringify({ jsonrpc: "2.0", id: 9, method: 42 }));
+  await waitFor(lines, 3);
+  assertEquals(JSON.parse(lines.splice(2, 1)[0]).error.code, -32600);
 
   await send(JSON.stringify({
     jsonrpc: "2.0",

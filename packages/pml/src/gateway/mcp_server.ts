@@ -1,4 +1,5 @@
-import { Server } from "../sdk/server.ts";
+import type { Server } from "../sdk/server.ts";
+import { RequestFirstServer } from "../sdk/incoming.ts";
 import { lazySchemaValidator } from "../sdk/validation.ts";
 import {
   CallToolRequestSchema,
@@ -113,7 +114,7 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
     now: opts.now ?? (() => performance.now()),
     humanMinMs: opts.humanMinMs ?? HUMAN_MIN_MS,
   };
-  const server = new Server(
+  const server = new RequestFirstServer(
     { name: "pml", version: PML_VERSION },
     {
       capabilities: { tools: { listChanged: true } },

@@ -3,7 +3,8 @@ import type { JSONRPCMessage } from "../sdk/types.ts";
 import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
 import type { Server } from "../sdk/server.ts";
-import { LineStdioTransport, MessageTooLargeError } from "./stdio_transport.ts";
+import { LineStdioTransport, MessageTooLargeError, NotJsonRpcError } from "./stdio_transport.ts";
+import { isUnsortedMessageError } from "../sdk/incoming.ts";
 import { idleCollector, memoryReducingGc } from "../sandbox/_idle_gc.ts";
 
 /**
@@ -55,7 +56,7 @@ export async function serveServerOverStdio(
       return; // the transport has answered it
     }
     const parseError = err instanceof SyntaxError;
-    const invalid = !parseError && (err as { name?: string }).name?.includes("ZodError");
+    const invalid = !parseError && (err instanceof NotJsonRpcError || isUnsortedMessageError(err));
     if (parseError || invalid) {
       transport.send({
         jsonrpc: "2.0",

@@ -1,7 +1,7 @@
 import { Buffer } from "node:buffer";
 import type { Transport } from "../sdk/transport.ts";
 import type { JSONRPCMessage } from "../sdk/types.ts";
-import { JSONRPCMessageSchema } from "../sdk/types.ts";
+import { isJsonRpcEnvelope } from "../sdk/incoming.ts";
 
 /** Largest JSON-RPC message `pml stdio` reads: 64 MiB (a 12 MB `write_file` fits with room). */
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -42,6 +42,14 @@ export class MessageTooLargeError extends Error {
         "it was dropped and the gateway keeps serving",
     );
     this.name = "MessageTooLargeError";
+  }
+}
+
+/** Raised through `onerror` for a line that is JSON but not a JSON-RPC 2.0 object. */
+export class NotJsonRpcError extends Error {
+  constructor() {
+    super("not a JSON-RPC 2.0 message");
+    this.name = "NotJsonRpcError";
   }
 }
 
@@ -167,11 +175,16 @@ export class LineStdioTransport implements Transport {
     if (line.length >= LARGE_MESSAGE_BYTES) this.afterLargeMessage();
     const text = line.toString("utf8").replace(/\r$/, "");
     if (text.trim() === "") return;
-    let message: JSONRPCMessage;
+    let message: unknown;
     try {
-      message = JSONRPCMessageSchema.parse(JSON.parse(text)) as JSONRPCMessage;
+      message = JSON.parse(text);
     } catch (error) {
       this.onerror?.(error as Error);
+      return;
+    }
+    // The SDK's protocol layer sorts it with its schemas (`sdk/incoming.ts`).
+    if (!isJsonRpcEnvelope(message)) {
+      this.onerror?.(new NotJsonRpcError());
       return;
     }
     this.onmessage?.(message);

@@ -6,6 +6,7 @@ import { forEachLine } from "../../sandbox/_lines.ts";
 import { NetProxy } from "../../sandbox/net_proxy.ts";
 import { createGroup, joinThenRun } from "../../sandbox/cgroup.ts";
 import { serializeMessage, type Transport } from "./_sdk_shared.ts";
+import { isJsonRpcEnvelope } from "../../sdk/incoming.ts";
 
 /** How a child ended. */
 export interface ExitInfo {
@@ -214,10 +215,4 @@ export class NotDeliveredError extends Error {
     super(message, options);
     this.name = "NotDeliveredError";
   }
-}
-
-/** An object with `jsonrpc: "2.0"`: what a line must be to reach the protocol layer. */
-function isJsonRpcEnvelope(value: unknown): value is JSONRPCMessage {
-  return typeof value === "object" && value !== null && !Array.isArray(value) &&
-    (value as { jsonrpc?: unknown }).jsonrpc === "2.0";
 }

@@ -101,6 +101,11 @@ Deno.test("idle: stopped after 5 idle minutes (injected clock), restarted transp
   const [first] = pidsWith(ws.dir);
   clock.advance(4 * 60 * 1000);
   assertEquals(pidsWith(ws.dir), [first], "still running before 5 minutes");
+  // A call at 4 minutes: the 5 idle minutes count from it.
+  assert(!(await g.client.callTool({ name: "memory:read_graph", arguments: {} })).isError);
+  clock.advance(60 * 1000);
+  clock.advance(3 * 60 * 1000);
+  assertEquals(pidsWith(ws.dir), [first], "still running 4 minutes after the last call");
   clock.advance(60 * 1000);
   await waitFor(() => pidsWith(ws.dir).length === 0, "the idle server to stop");
   const read = await g.client.callTool({ name: "memory:read_graph", arguments: {} });

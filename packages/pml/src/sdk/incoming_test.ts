@@ -1,0 +1,97 @@
+import { assertEquals, assertRejects } from "../testing/assert.ts";
+import { Client } from "./client.ts";
+import { InMemoryTransport } from "./in_memory.ts";
+import { RequestFirstServer } from "./incoming.ts";
+import { Server } from "./server.ts";
+import {
+  CallToolRequestSchema,
+  ElicitResultSchema,
+  JSONRPCErrorResponseSchema,
+  JSONRPCResultResponseSchema,
+} from "./types.ts";
+
+/** Counts the tries of both response schemas on a request while `fn` runs (the SDK sorts with them). */
+async function responseSchemaTries(fn: () => Promise<void>): Promise<number> {
+  let tries = 0;
+  // Each schema's own `safeParse`, wrapped for the time of `fn`.
+  const schemas = [JSONRPCResultResponseSchema, JSONRPCErrorResponseSchema] as unknown as {
+    safeParse: (value: unknown) => unknown;
+  }[];
+  const own = schemas.map((s) => s.safeParse);
+  schemas.forEach((s, i) => {
+    s.safeParse = (value) => {
+      if ((value as { method?: unknown })?.method !== undefined) tries++;
+      return own[i].call(s, value);
+    };
+  });
+  try {
+    await fn();
+  } finally {
+    schemas.forEach((s, i) => (s.safeParse = own[i]));
+  }
+  return tries;
+}
+
+async function connected(server: Server) {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (request.params.name === "ask") {
+      const answer = await extra.sendRequest(
+        {
+          method: "elicitation/create",
+          params: { message: "ok?", requestedSchema: { type: "object", properties: {} } },
+        },
+        ElicitResultSchema,
+      );
+      return { content: [{ type: "text", text: answer.action }] };
+    }
+    return { content: [{ type: "text", text: `called ${request.params.name}` }] };
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "t", version: "1" }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(
+    (await import("./types.ts")).ElicitRequestSchema,
+    () => ({ action: "accept", content: {} }),
+  );
+  await client.connect(clientSide);
+  return client;
+}
+
+const info = { name: "s", version: "1" };
+const options = { capabilities: { tools: {} } };
+const make = (sdkOnly = false): Server =>
+  sdkOnly ? new Server(info, options) : new RequestFirstServer(info, options);
+
+Deno.test("request-first server: a tools/call is sorted by the request schema alone", async () => {
+  const client = await connected(make());
+  let text = "";
+  const tries = await responseSchemaTries(async () => {
+    const r = await client.callTool({ name: "x", arguments: {} });
+    text = (r.content as { text: string }[])[0].text;
+  });
+  assertEquals(text, "called x");
+  assertEquals(tries, 0);
+  await client.close();
+});
+
+Deno.test("request-first server: the SDK's own Server tries both response schemas on a request", async () => {
+  // What RequestFirstServer saves; if the SDK stops doing it, RequestFirstServer can go.
+  const client = await connected(make(true));
+  assertEquals(await responseSchemaTries(() => client.callTool({ name: "x" }).then(() => {})), 2);
+  await client.close();
+});
+
+Deno.test("request-first server: answers to its own requests and bad requests take the SDK's path", async () => {
+  const client = await connected(make());
+  // The client's answer to the server's elicitation is a response: sorted by the SDK.
+  const r = await client.callTool({ name: "ask", arguments: {} });
+  assertEquals((r.content as { text: string }[])[0].text, "accept");
+  // Invalid params still fail the SDK's own schema of tools/call.
+  await assertRejects(
+    () =>
+      client.request({ method: "tools/call", params: { name: 7 } } as never, ElicitResultSchema),
+    Error,
+    "Invalid",
+  );
+  await client.close();
+});
