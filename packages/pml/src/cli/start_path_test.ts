@@ -5,6 +5,7 @@
  * a dynamic import, or the command that needs it would fail.
  */
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { assert, assertEquals } from "../testing/assert.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
@@ -47,7 +48,8 @@ async function moduleGraph(entry: string): Promise<{ statics: string[]; dynamics
   };
   const statics = reach([...graph.roots], false);
   const all = reach([...statics], true);
-  const relative = (s: string) => s.replace(`file://${ROOT}/`, "");
+  // A file URL encodes what a path does not (a clone in "my projects/" is "my%20projects/").
+  const relative = (s: string) => s.replace(`${pathToFileURL(ROOT).href}/`, "");
   return {
     statics: [...statics].map(relative),
     dynamics: [...all].filter((s) => !statics.has(s)).map(relative),
