@@ -358,7 +358,7 @@ figure({
   bench: "deps",
 });
 figure({
-  id: "6c-latency-stdio",
+  id: "6a-latency-stdio",
   what: "sequential latency through a stdio dependency via a spawned `pml stdio` vs direct",
   now: `${l.pml.toFixed(2)}× (${ms("pml")} vs ${ms("direct")}); the relay in its place: ${
     l.relay.toFixed(2)
