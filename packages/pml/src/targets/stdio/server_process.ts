@@ -14,7 +14,7 @@ import {
 import { isPmlError } from "../../errors.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
-import { ToolResultShape } from "../target.ts";
+import { ChildCalls } from "./child_call.ts";
 import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
 import { startFailureMessage } from "./start_failure.ts";
 
@@ -72,13 +72,16 @@ function describeExit(exit: ExitInfo): string {
 }
 
 /**
- * One running stdio MCP server: a child process and an SDK `Client` over it. Concurrent calls share
- * the process; the client multiplexes them by JSON-RPC id.
+ * One running stdio MCP server: a child process and an SDK `Client` over it (handshake, `tools/list`,
+ * the server's sampling requests); tool calls go on the same transport through {@link ChildCalls}.
+ * Concurrent calls share the process, multiplexed by JSON-RPC id.
  */
 export class ServerProcess {
   readonly spec: LaunchSpec;
   readonly #transport: ChildTransport;
   readonly #client: Client;
+  /** `tools/call` on the transport without the SDK's protocol layer (child_call.ts). */
+  readonly #calls: ChildCalls;
   #inFlight = 0;
   /** The sampling handlers of the calls in flight, oldest first. */
   readonly #samplers = new Set<ServerSample>();
@@ -88,6 +91,7 @@ export class ServerProcess {
     this.spec = spec;
     this.#transport = transport;
     this.#client = client;
+    this.#calls = new ChildCalls(transport);
   }
 
   /**
@@ -234,12 +238,7 @@ export class ServerProcess {
     const sample = opts.sample;
     if (sample) this.#samplers.add(sample);
     try {
-      // `request`, not `callTool`: see ToolResultShape.
-      return await this.#client.request(
-        { method: "tools/call", params: { name: action, arguments: args } },
-        ToolResultShape,
-        { timeout: opts.timeoutMs, signal: opts.signal, onprogress: opts.onprogress },
-      ) as CallToolResult;
+      return await this.#calls.call({ name: action, arguments: args }, opts);
     } catch (err) {
       if (err instanceof NotDeliveredError) {
         await this.#settled();

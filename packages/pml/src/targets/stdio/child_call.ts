@@ -1,0 +1,158 @@
+import {
+  type CallToolResult,
+  ErrorCode,
+  isJSONRPCErrorResponse,
+  type JSONRPCMessage,
+  McpError,
+  ProgressNotificationSchema,
+} from "../../sdk/types.ts";
+import { ToolResultShape } from "../target.ts";
+import type { Transport } from "./_sdk_shared.ts";
+
+/** Options of one {@link ChildCalls.call}. */
+export interface ChildCallOptions {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+}
+
+interface Pending {
+  readonly resolve: (result: CallToolResult) => void;
+  readonly reject: (err: unknown) => void;
+  readonly onprogress?: ChildCallOptions["onprogress"];
+  timer?: ReturnType<typeof setTimeout>;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+/**
+ * The first id of PML's own calls: numeric (every server takes those), within 32 bits, and far
+ * from the SDK client's ids on the same transport (it counts from 0 and sends only the handshake,
+ * `tools/list` and pings).
+ */
+const FIRST_ID = 1_000_000_000;
+
+/**
+ * `tools/call` sent on a stdio server's transport by PML itself, beside the SDK `Client` that
+ * opened the session and still answers the server's own requests (sampling) and notifications.
+ * One id and one pending entry per call; the answer is matched by id, its result checked against
+ * {@link ToolResultShape} (as `Client.request` did), a JSON-RPC error thrown as the SDK's
+ * `McpError`, the timeout or the signal as an `McpError` after `notifications/cancelled` is sent,
+ * progress relayed under the call's id as token, and the transport's close failing every pending
+ * call with `ConnectionClosed`. `Client.request` costs more per call (docs/speed.md, row 6a).
+ */
+export class ChildCalls {
+  readonly #transport: Transport;
+  readonly #pending = new Map<number, Pending>();
+  #lastId = FIRST_ID;
+
+  /** Takes the transport's handlers over from the SDK client (connected already), passing on what is not ours. */
+  constructor(transport: Transport) {
+    this.#transport = transport;
+    const sdkMessage = transport.onmessage;
+    const sdkClose = transport.onclose;
+    transport.onmessage = (message, extra) => {
+      if (!this.#take(message)) sdkMessage?.(message, extra);
+    };
+    transport.onclose = () => {
+      this.#closeAll();
+      sdkClose?.();
+    };
+  }
+
+  call(
+    params: { name: string; arguments: Record<string, unknown> },
+    opts: ChildCallOptions,
+  ): Promise<CallToolResult> {
+    return new Promise<CallToolResult>((resolve, reject) => {
+      const signal = opts.signal;
+      if (signal?.aborted) return reject(signal.reason);
+      const id = ++this.#lastId;
+      const pending: Pending = { resolve, reject, onprogress: opts.onprogress };
+      const cancel = (reason: unknown) => {
+        if (!this.#settle(id)) return;
+        this.#transport.send({
+          jsonrpc: "2.0",
+          method: "notifications/cancelled",
+          params: { requestId: id, reason: String(reason) },
+        }).catch(() => {/* the process is gone: nothing to cancel */});
+        reject(
+          reason instanceof McpError
+            ? reason
+            : new McpError(ErrorCode.RequestTimeout, String(reason)),
+        );
+      };
+      pending.timer = setTimeout(
+        () =>
+          cancel(
+            new McpError(ErrorCode.RequestTimeout, "Request timed out", {
+              timeout: opts.timeoutMs,
+            }),
+          ),
+        opts.timeoutMs,
+      );
+      if (signal) {
+        pending.signal = signal;
+        pending.onAbort = () => cancel(signal.reason);
+        signal.addEventListener("abort", pending.onAbort, { once: true });
+      }
+      this.#pending.set(id, pending);
+      this.#transport.send({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: opts.onprogress ? { ...params, _meta: { progressToken: id } } : params,
+      }).catch((err) => {
+        if (this.#settle(id)) reject(err);
+      });
+    });
+  }
+
+  /** Handles an answer or a progress notification of one of PML's calls; false for anything else. */
+  #take(message: JSONRPCMessage): boolean {
+    const m = message as Record<string, unknown>;
+    if (typeof m.id === "number" && !("method" in m)) {
+      const pending = this.#pending.get(m.id);
+      if (!pending) return false;
+      if ("result" in m) {
+        this.#settle(m.id);
+        const parsed = ToolResultShape.safeParse(m.result);
+        if (parsed.success) pending.resolve(parsed.data as CallToolResult);
+        else pending.reject(parsed.error);
+        return true;
+      }
+      if (!isJSONRPCErrorResponse(message)) return false; // the SDK reports it
+      this.#settle(m.id);
+      const { code, message: text, data } = message.error;
+      pending.reject(McpError.fromError(code, text, data));
+      return true;
+    }
+    if (m.method !== "notifications/progress") return false;
+    const token = (m.params as { progressToken?: unknown } | undefined)?.progressToken;
+    const pending = typeof token === "number" ? this.#pending.get(token) : undefined;
+    if (!pending?.onprogress) return false;
+    const parsed = ProgressNotificationSchema.safeParse(message);
+    if (!parsed.success) return false; // the SDK reports it
+    const { progressToken: _token, ...progress } = parsed.data.params;
+    pending.onprogress(progress);
+    return true;
+  }
+
+  /** Drops a pending call's entry, timer and abort listener; false when it was settled already. */
+  #settle(id: number): boolean {
+    const pending = this.#pending.get(id);
+    if (!pending) return false;
+    this.#pending.delete(id);
+    clearTimeout(pending.timer);
+    if (pending.onAbort) pending.signal!.removeEventListener("abort", pending.onAbort);
+    return true;
+  }
+
+  #closeAll(): void {
+    const error = new McpError(ErrorCode.ConnectionClosed, "Connection closed");
+    for (const [id, pending] of [...this.#pending]) {
+      this.#settle(id);
+      pending.reject(error);
+    }
+  }
+}
