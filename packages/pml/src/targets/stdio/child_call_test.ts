@@ -8,7 +8,7 @@ import { isPmlError } from "../../errors.ts";
 import { McpError } from "../../sdk/types.ts";
 import { ServerProcess } from "./server_process.ts";
 
-const ROOT = new URL("../../../../../", import.meta.url).pathname;
+const ROOT = join(import.meta.dirname!, "..", "..", "..", "..", "..");
 const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
 function start(): Promise<ServerProcess> {
