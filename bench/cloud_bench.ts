@@ -19,6 +19,7 @@ import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StreamableHTTPClientTransport } from "../packages/pml/src/sdk/http_client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
 import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
+import { waitForLine } from "../packages/pml/src/testing/wait_for_line.ts";
 import { startCloud } from "../tests/e2e/_cloud.ts";
 import { spawnServe } from "../tests/e2e/_serve.ts";
 import { connectStdio } from "../tests/e2e/_spawn.ts";
@@ -197,9 +198,8 @@ const httpRelay = new Deno.Command(Deno.execPath(), {
   stdout: "piped",
   stderr: "inherit",
 }).spawn();
-const relayOut = httpRelay.stdout.pipeThrough(new TextDecoderStream()).getReader();
-const relayPort = Number((await relayOut.read()).value?.trim());
-if (!relayPort) throw new Error("bench/_relay.ts http printed no port");
+const relayListens = await waitForLine(httpRelay.stdout, /^(\d+)$/m, "bench/_relay.ts http");
+const relayPort = relayListens.match[1];
 const viaRelay = await Promise.all(
   Array.from({ length: CLIENTS }, () => httpClient(`http://127.0.0.1:${relayPort}/mcp`, auth)),
 );
@@ -231,8 +231,8 @@ for (let r = 0; r < SERVE_ROUNDS; r++) {
 }
 await Promise.all(viaRelay.map((c) => c.close()));
 httpRelay.kill();
-await relayOut.cancel();
 await httpRelay.status;
+await relayListens.rest;
 const byRound = (f: (r: number) => number) =>
   median(Array.from({ length: SERVE_ROUNDS }, (_, r) => f(r)));
 const rate = (side: Side) => byRound((r) => rounds[side][r].rate);

@@ -29,6 +29,7 @@
 import { join } from "node:path";
 import type { Client } from "../packages/pml/src/sdk/client.ts";
 import { tempWorkspace } from "../packages/pml/src/testing/workspace.ts";
+import { waitForLine } from "../packages/pml/src/testing/wait_for_line.ts";
 import { startCloud, startUpstream, writeRegistry } from "../tests/e2e/_cloud.ts";
 import { spawnServe } from "../tests/e2e/_serve.ts";
 import { PML_BIN, pmlEnv } from "../tests/e2e/_spawn.ts";
@@ -485,26 +486,19 @@ async function pmlServerProcess(base: string) {
     stdout: "piped",
     stderr: "null",
   }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let printed = "";
-  let url: string | undefined;
-  while (url === undefined) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`pml-server exited before listening: ${printed}`);
-    printed += value;
-    url = /pml-server listening on (http:\/\/\S+?)\/?$/m.exec(printed)?.[1];
-  }
-  const drain = (async () => {
-    while (!(await lines.read()).done) { /* keep the pipe flowing */ }
-  })();
+  const { match, rest } = await waitForLine(
+    child.stdout,
+    /pml-server listening on (http:\/\/\S+?)\/?$/m,
+    "pml-server serve",
+  );
   return {
-    url,
+    url: match[1],
     key,
     pid: child.pid,
     async close() {
       child.kill("SIGTERM");
       await child.status;
-      await drain.catch(() => {});
+      await rest;
       Deno.removeSync(dir, { recursive: true });
     },
   };

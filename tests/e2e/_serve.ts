@@ -1,4 +1,5 @@
 /** Helper for end-to-end tests: spawn `bin/pml serve` as a user would. */
+import { waitForLine } from "../../packages/pml/src/testing/wait_for_line.ts";
 import { PML_BIN, pmlEnv } from "./_spawn.ts";
 
 /** Spawns `pml serve --port 0` and waits for the URL it prints on stderr. */
@@ -15,27 +16,20 @@ export async function spawnServe(
     stdout: "null",
     stderr: "piped",
   }).spawn();
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let err = "";
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`pml serve exited: ${err}`);
-    err += value;
-    url = err.match(/http:\/\/127\.0\.0\.1:\d+\/mcp/)?.[0];
-  }
-  const draining = (async () => {
-    while (!(await reader.read()).done) { /* keep the pipe flowing */ }
-  })();
+  const { match, rest } = await waitForLine(
+    child.stderr,
+    /http:\/\/127\.0\.0\.1:\d+\/mcp/,
+    "pml serve",
+  );
   return {
-    url,
+    url: match[0],
     child,
     async [Symbol.asyncDispose]() {
       try {
         child.kill("SIGTERM");
       } catch { /* already gone */ }
       await child.status;
-      await draining.catch(() => {});
+      await rest;
     },
   };
 }

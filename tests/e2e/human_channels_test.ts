@@ -11,6 +11,7 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { enterPage, rawHttp } from "../../packages/pml/src/testing/raw_http.ts";
+import { waitForLine } from "../../packages/pml/src/testing/wait_for_line.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { connectStdio, PML_BIN, pmlEnv } from "./_spawn.ts";
 
@@ -80,21 +81,19 @@ Deno.test("one-shot client: pml exits after asking; `pml approvals --open` serve
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const out = open.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let printed = "";
-  while (!LINK.test(printed)) {
-    const { value, done } = await out.read();
-    if (done) throw new Error(`pml approvals --open ended: ${printed}`);
-    printed += value;
-  }
-  const link = LINK.exec(printed)![0];
+  const { match, printed, rest } = await waitForLine(
+    open.stdout,
+    LINK,
+    "pml approvals --open",
+  );
+  const link = match[0];
   assertStringIncludes(printed, "1 approval(s) wait");
   assertEquals((await until(() => readOr(opened))).trim(), link, "the browser opener got it");
 
   const r = await decide(link, id, "yes");
   assertEquals(r.status, 303, r.body);
   // Nothing waits any more: the command ends by itself.
-  while (!(await out.read()).done) { /* rest of its output */ }
+  await rest;
   const status = await open.status;
   await open.stderr.cancel();
   assertEquals(status.code, 0);

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { waitForLine } from "../../pml/src/testing/wait_for_line.ts";
 
 const REPO = join(import.meta.dirname!, "../../..");
 const LAUNCHER = join(REPO, "bin/pml-server");
@@ -47,24 +48,21 @@ async function startServer(env: Record<string, string>) {
     stdout: "piped",
     stderr: "null",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let printed = "";
-  while (!printed.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    printed += value;
-  }
-  const match = printed.match(/^pml-server listening on (http:\/\/127\.0\.0\.1:\d+\/)$/m);
-  if (!match) {
+  const { match, rest } = await waitForLine(
+    child.stdout,
+    /^pml-server listening on (http:\/\/127\.0\.0\.1:\d+\/)$/m,
+    "pml-server serve",
+  ).catch(async (err) => {
     child.kill("SIGKILL");
-    throw new Error(`pml-server did not start: ${printed}`);
-  }
+    await child.status;
+    throw err;
+  });
   return {
     base: match[1],
     stop: async () => {
       child.kill("SIGTERM");
       await child.status;
-      await reader.cancel().catch(() => {});
+      await rest;
     },
   };
 }

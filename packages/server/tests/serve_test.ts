@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { waitForLine } from "../../pml/src/testing/wait_for_line.ts";
 import { capabilityCode, testServer } from "./helpers.ts";
 
 const LAUNCHER = join(import.meta.dirname!, "../../../bin/pml-server");
@@ -84,15 +85,11 @@ Deno.test("bin/pml-server: keys create/list/revoke, registry sync, serve until S
       stdout: "piped",
       stderr: "null",
     }).spawn();
-    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let printed = "";
-    while (!printed.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      printed += value;
-    }
-    const match = printed.match(/^pml-server listening on (http:\/\/127\.0\.0\.1:\d+\/)$/m);
-    assert.ok(match, printed);
+    const { match, rest } = await waitForLine(
+      child.stdout,
+      /^pml-server listening on (http:\/\/127\.0\.0\.1:\d+\/)$/m,
+      "pml-server serve",
+    );
     const health = await fetch(`${match[1]}health`);
     assert.deepEqual(await health.json(), { status: "ok", store: "sqlite", version: "0.1.0" });
     const publish = await fetch(`${match[1]}mcp`, {
@@ -118,7 +115,7 @@ Deno.test("bin/pml-server: keys create/list/revoke, registry sync, serve until S
     await revoked.body?.cancel();
     child.kill("SIGTERM");
     assert.equal((await child.status).code, 0);
-    await reader.cancel();
+    await rest;
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }

@@ -4,6 +4,7 @@
  * every request it forwards, and the SDK's own server counting its sessions.
  */
 import { join } from "node:path";
+import { waitForLine } from "../../pml/src/testing/wait_for_line.ts";
 import { WebStandardStreamableHTTPServerTransport } from "../src/mcp/sdk/http_server.ts";
 import { Server } from "../src/mcp/sdk/server.ts";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "../src/mcp/sdk/types.ts";
@@ -29,27 +30,15 @@ export async function startEverything(): Promise<Upstream> {
     stdout: "null",
     stderr: "piped",
   }).spawn();
-  const lines = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  let port: number | undefined;
   const deadline = setTimeout(() => child.kill("SIGKILL"), 20_000);
-  while (port === undefined) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`server-everything exited before listening: ${seen}`);
-    seen += value;
-    const match = /LOOPBACK_PORT=(\d+)/.exec(seen);
-    if (match) port = Number(match[1]);
-  }
-  clearTimeout(deadline);
-  const drain = (async () => {
-    while (!(await lines.read()).done) { /* keep the pipe flowing */ }
-  })();
+  const listening = await waitForLine(child.stderr, /LOOPBACK_PORT=(\d+)$/m, "server-everything")
+    .finally(() => clearTimeout(deadline));
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `http://127.0.0.1:${listening.match[1]}/mcp`,
     close: async () => {
       child.kill("SIGTERM");
       await child.status;
-      await drain.catch(() => {});
+      await listening.rest;
     },
   };
 }

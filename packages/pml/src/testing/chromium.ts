@@ -4,6 +4,7 @@
  * import this folder.
  */
 import { join } from "node:path";
+import { waitForLine } from "./wait_for_line.ts";
 
 /** One page of a headless browser. */
 export interface Browser extends AsyncDisposable {
@@ -118,20 +119,8 @@ export async function launchChromium(): Promise<Browser> {
 
 /** Reads Chromium's stderr until it prints its DevTools endpoint; the rest is drained. */
 async function devtoolsPort(stderr: ReadableStream<Uint8Array>): Promise<number> {
-  const reader = stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let seen = "";
-  while (true) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`chromium exited before listening:\n${seen}`);
-    seen += value;
-    const m = seen.match(/DevTools listening on ws:\/\/127\.0\.0\.1:(\d+)\//);
-    if (m) {
-      (async () => {
-        while (!(await reader.read().catch(() => ({ done: true }))).done) { /* drain */ }
-      })();
-      return Number(m[1]);
-    }
-  }
+  const listening = /DevTools listening on ws:\/\/127\.0\.0\.1:(\d+)\//;
+  return Number((await waitForLine(stderr, listening, "chromium")).match[1]);
 }
 
 /** A minimal DevTools protocol client: commands with ids, and waiting for one event. */
