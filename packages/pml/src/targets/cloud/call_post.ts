@@ -1,4 +1,5 @@
-import { type CallToolResult, ErrorCode, McpError } from "../../sdk/types.ts";
+import type { CallToolResult } from "../../sdk/types.ts";
+import { answerError, stoppedError, timeoutError } from "../call_errors.ts";
 import { ToolResultShape } from "../target.ts";
 
 /** The open MCP session a call is posted on (the SDK client opened it and keeps its ids). */
@@ -28,8 +29,8 @@ let lastId = 0;
 /**
  * One `tools/call` as one POST on an open Streamable HTTP session, read as the SDK's client
  * would: a JSON answer or an SSE stream (progress, then the answer), the result checked against
- * {@link ToolResultShape}, a JSON-RPC error thrown as an `McpError`, an HTTP error as
- * `session.httpError`, the timeout or the signal as an `McpError` (`RequestTimeout`) after
+ * {@link ToolResultShape}, a JSON-RPC error thrown as the SDK would (`call_errors.ts`), an HTTP
+ * error as `session.httpError`, the timeout or the signal as an `McpError` (`RequestTimeout`) after
  * `notifications/cancelled` is sent. The SDK's `Client.request` costs ~150 µs of CPU more per call
  * (its protocol layer, a message schema and two header copies; docs/speed.md).
  *
@@ -61,10 +62,7 @@ export async function postToolCall(
   let timer: ReturnType<typeof setTimeout> | undefined;
   const arm = () => {
     clearTimeout(timer);
-    timer = setTimeout(
-      () => stop.abort(new McpError(ErrorCode.RequestTimeout, "Request timed out")),
-      opts.timeoutMs,
-    );
+    timer = setTimeout(() => stop.abort(timeoutError(opts.timeoutMs)), opts.timeoutMs);
   };
   const onAbort = () => stop.abort(opts.signal!.reason);
   opts.signal?.addEventListener("abort", onAbort, { once: true });
@@ -98,10 +96,7 @@ export async function postToolCall(
       await response.body?.cancel().catch(() => {});
       throw new Error(`its answer to tools/call held no response to it (content type "${type}")`);
     }
-    if ("error" in answer) {
-      const { code, message, data } = answer.error;
-      throw new McpError(code, message, data);
-    }
+    if ("error" in answer) throw answerError(answer.error);
     return ToolResultShape.parse(answer.result) as CallToolResult;
   } catch (err) {
     if (!stop.signal.aborted) throw err;
@@ -115,9 +110,7 @@ export async function postToolCall(
         params: { requestId: id, reason: String(reason) },
       }),
     }).then((r) => r.body?.cancel(), () => {});
-    throw reason instanceof McpError
-      ? reason
-      : new McpError(ErrorCode.RequestTimeout, String(reason));
+    throw stoppedError(reason);
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", onAbort);

@@ -6,9 +6,21 @@
  */
 import { Server } from "../../sdk/server.ts";
 import { WebStandardStreamableHTTPServerTransport } from "../../sdk/http_server.ts";
-import { CallToolRequestSchema, ErrorCode, McpError } from "../../sdk/types.ts";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  McpError,
+  UrlElicitationRequiredError,
+} from "../../sdk/types.ts";
 import { assert, assertEquals, assertRejects } from "../../testing/assert.ts";
 import { CloudClient } from "./cloud_client.ts";
+
+const SIGN_IN = {
+  mode: "url" as const,
+  elicitationId: "e1",
+  url: "https://example.com/sign-in",
+  message: "Sign in first",
+};
 
 function startMcp(opts: { json: boolean }) {
   const transports = new Map<string, WebStandardStreamableHTTPServerTransport>();
@@ -34,6 +46,8 @@ function startMcp(opts: { json: boolean }) {
         switch (request.params.name) {
           case "fail":
             throw new McpError(ErrorCode.InvalidParams, "no such thing");
+          case "sign_in":
+            throw new UrlElicitationRequiredError([SIGN_IN]);
           case "hang":
             await new Promise<void>((resolve) =>
               extra.signal.addEventListener("abort", () => resolve())
@@ -91,6 +105,10 @@ for (const json of [false, true]) {
       const err = await assertRejects(() => client.callTool("fail", {}), McpError) as McpError;
       assertEquals(err.code, ErrorCode.InvalidParams);
       assert(err.message.includes("no such thing"), err.message);
+      // -32042 arrives as the SDK's own error type, with its elicitations (as Client.request has it).
+      const signIn = await assertRejects(() => client.callTool("sign_in", {}));
+      assert(signIn instanceof UrlElicitationRequiredError, String(signIn));
+      assertEquals(signIn.elicitations, [SIGN_IN]);
       // The session outlives a tool's error.
       assertEquals((await client.callTool("ns__c", {})).content.length, 1);
     } finally {
@@ -106,6 +124,9 @@ Deno.test("CloudClient.callTool past its bound: a timeout error, and the cloud i
     await client.callTool("warm", {});
     const err = await assertRejects(() => client.callTool("hang", {}));
     assert(String(err).includes("did not answer"), String(err));
+    // The SDK's timeout error, with its data, as the cause.
+    const cause = err.cause as McpError;
+    assertEquals([cause.code, cause.data], [ErrorCode.RequestTimeout, { timeout: 200 }]);
     await mcp.wasCancelled;
     assertEquals(mcp.cancelled.length, 1);
   } finally {

@@ -6,6 +6,7 @@ import {
   McpError,
   ProgressNotificationSchema,
 } from "../../sdk/types.ts";
+import { answerError, stoppedError, timeoutError } from "../call_errors.ts";
 import { ToolResultShape } from "../target.ts";
 import type { Transport } from "./_sdk_shared.ts";
 // Node's timers: Deno's global setTimeout costs ~9 µs per call here, Node's ~3 (the SDK uses them).
@@ -38,10 +39,10 @@ const FIRST_ID = 1_000_000_000;
  * `tools/call` sent on a stdio server's transport by PML itself, beside the SDK `Client` that
  * opened the session and still answers the server's own requests (sampling) and notifications.
  * One id and one pending entry per call; the answer is matched by id, its result checked against
- * {@link ToolResultShape} (as `Client.request` did), a JSON-RPC error thrown as the SDK's
- * `McpError`, the timeout or the signal as an `McpError` after `notifications/cancelled` is sent,
- * progress relayed under the call's id as token, and the transport's close failing every pending
- * call with `ConnectionClosed`. `Client.request` costs more per call (docs/speed.md, row 6a).
+ * {@link ToolResultShape} (as `Client.request` did), a JSON-RPC error thrown as the SDK would
+ * (`call_errors.ts`), the timeout or the signal as an `McpError` after `notifications/cancelled`
+ * is sent, progress relayed under the call's id as token, and the transport's close failing every
+ * pending call with `ConnectionClosed`. `Client.request` costs more per call (docs/speed.md, row 6a).
  */
 export class ChildCalls {
   readonly #transport: Transport;
@@ -78,21 +79,9 @@ export class ChildCalls {
           method: "notifications/cancelled",
           params: { requestId: id, reason: String(reason) },
         }).catch(() => {/* the process is gone: nothing to cancel */});
-        reject(
-          reason instanceof McpError
-            ? reason
-            : new McpError(ErrorCode.RequestTimeout, String(reason)),
-        );
+        reject(stoppedError(reason));
       };
-      pending.timer = setTimeout(
-        () =>
-          cancel(
-            new McpError(ErrorCode.RequestTimeout, "Request timed out", {
-              timeout: opts.timeoutMs,
-            }),
-          ),
-        opts.timeoutMs,
-      );
+      pending.timer = setTimeout(() => cancel(timeoutError(opts.timeoutMs)), opts.timeoutMs);
       if (signal) {
         pending.signal = signal;
         pending.onAbort = () => cancel(signal.reason);
@@ -125,8 +114,7 @@ export class ChildCalls {
       }
       if (!isJSONRPCErrorResponse(message)) return false; // the SDK reports it
       this.#settle(m.id);
-      const { code, message: text, data } = message.error;
-      pending.reject(McpError.fromError(code, text, data));
+      pending.reject(answerError(message.error));
       return true;
     }
     if (m.method !== "notifications/progress") return false;
