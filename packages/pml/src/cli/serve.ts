@@ -14,7 +14,7 @@ export async function runServe(
   opts: { port?: number },
 ): Promise<number> {
   return await withStopSignal(async (signal) => {
-    const ingress = serveHttp(createGateway(config), {
+    const ingress = await serveHttp(createGateway(config), {
       port: opts.port ?? config.port,
       signal,
       onListen: (url) =>

@@ -1,11 +1,13 @@
 /**
  * What `pml stdio` loads before it can answer: the modules `main.ts` imports statically (Deno's own
- * module graph, `deno info --json`). Modules that only other commands or a later call need are
- * imported when they are used (docs/speed.md, "Cold start"); each still has to be reachable through
- * a dynamic import, or the command that needs it would fail.
+ * module graph, `deno info --json`), and those the npm package's bundle `pml.js` imports
+ * statically. Modules that only other commands or a later call need are imported when they are
+ * used (docs/speed.md, "Cold start"); each still has to be reachable through a dynamic import, or
+ * the command that needs it would fail.
  */
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { bundle } from "../../scripts/bundle.ts";
 import { assert, assertEquals } from "../testing/assert.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..", "..");
@@ -71,6 +73,8 @@ const LATER = [
   "node_modules/@babel/parser/", // the first analysis of code
   "node_modules/@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.js", // a cloud or remote
   "node_modules/@modelcontextprotocol/sdk/dist/esm/client/sse.js", // a remote server over SSE
+  "node_modules/@modelcontextprotocol/sdk/dist/esm/server/webStandardStreamableHttp.js", // serve
+  "node_modules/@modelcontextprotocol/sdk/dist/esm/server/requestBody.js",
 ];
 
 Deno.test("pml stdio's start: the other commands, HTTP clients and parsers load when used", async () => {
@@ -87,4 +91,26 @@ Deno.test("pml stdio's start: the other commands, HTTP clients and parsers load 
   assertEquals(unreachable, [], "no longer imported at all");
   // dotenv is CommonJS, required on the first `.env` read (config/dotenv.ts), not imported.
   assert(!statics.some((s) => s.includes("node_modules/dotenv/")), "dotenv is imported at start");
+});
+
+Deno.test("the npm package's pml.js: the npm modules of other commands and later calls load when used", async () => {
+  // `deno bundle` inlines every local module eagerly (a local `import()` too): an npm module that
+  // a lazily imported local module imports statically becomes a static import of the bundle.
+  const out = Deno.makeTempDirSync({
+    dir: join(ROOT, "packages", "pml"),
+    prefix: ".bundle-start-",
+  });
+  try {
+    await bundle(out);
+    const { statics, dynamics } = await moduleGraph(join(out, "pml.js"));
+    const sdkServer = "node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js";
+    assert(statics.some((s) => s.includes(sdkServer)), `${sdkServer} not in the graph: ${statics}`);
+    const npm = LATER.filter((part) => part.startsWith("node_modules/"));
+    const early = npm.filter((part) => statics.some((s) => s.includes(part)));
+    assertEquals(early, [], "imported by pml.js before pml stdio's first answer");
+    const unreachable = npm.filter((part) => !dynamics.some((s) => s.includes(part)));
+    assertEquals(unreachable, [], "no longer imported by pml.js at all");
+  } finally {
+    Deno.removeSync(out, { recursive: true });
+  }
 });

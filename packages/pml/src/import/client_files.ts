@@ -15,8 +15,8 @@
  * @module
  */
 import { join } from "node:path";
-import { parse as parseToml } from "smol-toml";
 import { PmlError } from "../errors.ts";
+import { parseToml } from "./toml.ts";
 import { writeFileAtomic } from "../config/write_json.ts";
 import { type ClientName, CLIENTS } from "../cli/client_configs.ts";
 import {
@@ -113,7 +113,7 @@ async function readDocument(
     throw new PmlError("IMPORT_FAILED", `Cannot read ${file.path}: ${(err as Error).message}`);
   }
   try {
-    const doc = file.format === "toml" ? parseToml(text) : JSON.parse(text);
+    const doc = file.format === "toml" ? await parseToml(text) : JSON.parse(text);
     const obj = objectOf(doc);
     if (!obj) throw new TypeError("it does not hold an object");
     return obj;

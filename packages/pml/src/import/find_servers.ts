@@ -6,7 +6,6 @@
  * @module
  */
 import { resolve } from "node:path";
-import { parse as parseToml } from "smol-toml";
 import { errorMessage, PmlError } from "../errors.ts";
 import type { NpmResolver } from "../deps/npm_resolver.ts";
 import { type ClientEntry, isPmlEntry, objectOf } from "./client_entry.ts";
@@ -18,6 +17,7 @@ import {
   readClientFile,
 } from "./client_files.ts";
 import { isServerJson, parseServerJson, serverJsonEntry } from "./server_json.ts";
+import { parseToml } from "./toml.ts";
 import { type ImportedServer, namespaceOf, toPrivateMcp } from "./to_private_mcp.ts";
 
 /** Where to look: a client's files, every client's, or one file. */
@@ -61,7 +61,7 @@ async function entriesOfPath(
   }
   let doc: Record<string, unknown> | undefined;
   try {
-    doc = objectOf(path.endsWith(".toml") ? parseToml(text) : JSON.parse(text));
+    doc = objectOf(path.endsWith(".toml") ? await parseToml(text) : JSON.parse(text));
   } catch (err) {
     throw new PmlError("IMPORT_FAILED", `Cannot read ${path}: ${errorMessage(err)}`);
   }

@@ -1,5 +1,23 @@
 import type { ClientCapabilities, JSONRPCMessage } from "../sdk/types.ts";
-import { WebStandardStreamableHTTPServerTransport } from "../sdk/http_server.ts";
+import type { WebStandardStreamableHTTPServerTransport } from "../sdk/http_server.ts";
+import { loadHttpServer } from "../sdk/load_http_server.ts";
+
+/** The class of {@link AnswerModeTransport}, made on the SDK's transport once it is imported. */
+export type AnswerModeTransportClass = ReturnType<typeof answerModeOn>;
+/** The SDK's transport answering each POST in the form chosen for it ({@link answerModeOn}). */
+export type AnswerModeTransport = InstanceType<AnswerModeTransportClass>;
+
+let loading: Promise<AnswerModeTransportClass> | undefined;
+
+/**
+ * The class of {@link AnswerModeTransport}, once the SDK's HTTP server transport is imported
+ * (`pml serve` imports it when it starts: `sdk/load_http_server.ts`).
+ */
+export function loadAnswerModeTransport(): Promise<AnswerModeTransportClass> {
+  return loading ??= loadHttpServer().then((sdk) =>
+    answerModeOn(sdk.WebStandardStreamableHTTPServerTransport)
+  );
+}
 
 /**
  * The SDK's Streamable HTTP server transport, answering each POST in the cheaper of the two forms
@@ -13,32 +31,34 @@ import { WebStandardStreamableHTTPServerTransport } from "../sdk/http_server.ts"
  * run without an `await` between the flag being set here and read there (no event store is
  * configured), so two calls of one session in different forms do not mix.
  */
-export class AnswerModeTransport extends WebStandardStreamableHTTPServerTransport {
-  /** Handles one POST whose body the caller has read and parsed, in the form it chose. */
-  handlePost(request: Request, parsedBody: unknown, json: boolean): Promise<Response> {
-    sdkState(this)._enableJsonResponse = json;
-    return this.handleRequest(request, { parsedBody });
-  }
-
-  override async send(
-    message: JSONRPCMessage,
-    options?: Parameters<WebStandardStreamableHTTPServerTransport["send"]>[1],
-  ): Promise<void> {
-    const state = sdkState(this);
-    const answer = "id" in message && !("method" in message);
-    const id = answer ? message.id : options?.relatedRequestId;
-    const streamId = id === undefined ? undefined : state._requestToStreamMapping.get(id);
-    const stream = streamId === undefined ? undefined : state._streamMapping.get(streamId);
-    const json = stream?.resolveJson !== undefined;
-    // The form of the POST this message belongs to (messages of no POST take the SDK's own path).
-    state._enableJsonResponse = json;
-    await super.send(message, options);
-    // The SDK answers a JSON POST without dropping its stream's entry (one per call, kept for the
-    // session's life): dropped here once every request of the POST is answered.
-    if (json && answer && ![...state._requestToStreamMapping.values()].includes(streamId!)) {
-      state._streamMapping.delete(streamId!);
+function answerModeOn(sdkTransport: typeof WebStandardStreamableHTTPServerTransport) {
+  return class AnswerModeTransport extends sdkTransport {
+    /** Handles one POST whose body the caller has read and parsed, in the form it chose. */
+    handlePost(request: Request, parsedBody: unknown, json: boolean): Promise<Response> {
+      sdkState(this)._enableJsonResponse = json;
+      return this.handleRequest(request, { parsedBody });
     }
-  }
+
+    override async send(
+      message: JSONRPCMessage,
+      options?: Parameters<WebStandardStreamableHTTPServerTransport["send"]>[1],
+    ): Promise<void> {
+      const state = sdkState(this);
+      const answer = "id" in message && !("method" in message);
+      const id = answer ? message.id : options?.relatedRequestId;
+      const streamId = id === undefined ? undefined : state._requestToStreamMapping.get(id);
+      const stream = streamId === undefined ? undefined : state._streamMapping.get(streamId);
+      const json = stream?.resolveJson !== undefined;
+      // The form of the POST this message belongs to (messages of no POST take the SDK's own path).
+      state._enableJsonResponse = json;
+      await super.send(message, options);
+      // The SDK answers a JSON POST without dropping its stream's entry (one per call, kept for the
+      // session's life): dropped here once every request of the POST is answered.
+      if (json && answer && ![...state._requestToStreamMapping.values()].includes(streamId!)) {
+        state._streamMapping.delete(streamId!);
+      }
+    }
+  };
 }
 
 /**

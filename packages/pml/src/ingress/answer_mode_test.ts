@@ -5,7 +5,7 @@
 import { Server } from "../sdk/server.ts";
 import { CallToolRequestSchema } from "../sdk/types.ts";
 import { assertEquals } from "../testing/assert.ts";
-import { AnswerModeTransport, answersInJson } from "./answer_mode.ts";
+import { answersInJson, loadAnswerModeTransport } from "./answer_mode.ts";
 
 const URL_ = "http://127.0.0.1:1/mcp";
 
@@ -22,6 +22,7 @@ function post(body: unknown, session?: string): Request {
 }
 
 Deno.test("AnswerModeTransport: calls answered in JSON and on SSE leave nothing behind in the session", async () => {
+  const AnswerModeTransport = await loadAnswerModeTransport();
   const transport = new AnswerModeTransport({ sessionIdGenerator: () => "s1" });
   const server = new Server({ name: "t", version: "1" }, { capabilities: { tools: {} } });
   server.setRequestHandler(CallToolRequestSchema, (request) => ({

@@ -1,14 +1,10 @@
 import type { Server } from "../sdk/server.ts";
-import {
-  DEFAULT_MAX_REQUEST_BODY_SIZE,
-  readRequestBody,
-  requestBodyTooLargeMessage,
-} from "../sdk/http_server.ts";
+import { type HttpServerSdk, loadHttpServer } from "../sdk/load_http_server.ts";
 import { isInitializeRequest } from "../sdk/types.ts";
 import { PmlError } from "../errors.ts";
 import type { Gateway } from "../gateway/gateway.ts";
 import { createMcpServer } from "../gateway/mcp_server.ts";
-import { AnswerModeTransport, answersInJson } from "./answer_mode.ts";
+import { type AnswerModeTransport, answersInJson, loadAnswerModeTransport } from "./answer_mode.ts";
 
 /** Options of {@link serveHttp}. */
 export interface ServeHttpOptions {
@@ -41,14 +37,18 @@ interface Session {
  * protection is on: a `Host` other than `127.0.0.1:PORT` / `localhost:PORT`, or a browser `Origin`
  * other than those, is refused with 403 before anything else happens. A call is answered with plain
  * JSON when nothing else can go back on it, else with an SSE stream ({@link answersInJson}).
+ * Resolves once listening (the SDK's HTTP server modules are imported first, here: nothing else
+ * loads them, `sdk/load_http_server.ts`).
  *
  * @example
  * ```ts
- * const ingress = serveHttp(gateway, { port: 3003, onListen: (url) => console.error(url) });
+ * const ingress = await serveHttp(gateway, { port: 3003, onListen: (url) => console.error(url) });
  * await ingress.finished;
  * ```
  */
-export function serveHttp(gateway: Gateway, opts: ServeHttpOptions): HttpIngress {
+export async function serveHttp(gateway: Gateway, opts: ServeHttpOptions): Promise<HttpIngress> {
+  const sdk = await loadHttpServer();
+  const AnswerModeTransport = await loadAnswerModeTransport();
   const sessions = new Map<string, Session>();
   let allowedHosts: string[] = [];
   let allowedOrigins: string[] = [];
@@ -67,7 +67,7 @@ export function serveHttp(gateway: Gateway, opts: ServeHttpOptions): HttpIngress
       if (request.method !== "POST" || !isJson(request)) {
         return await session.transport.handleRequest(request);
       }
-      const read = await readJson(request);
+      const read = await readJson(request, sdk);
       if (read instanceof Response) return read;
       const json = answersInJson(read.body, session.server.getClientCapabilities());
       return await session.transport.handlePost(request, read.body, json);
@@ -75,7 +75,7 @@ export function serveHttp(gateway: Gateway, opts: ServeHttpOptions): HttpIngress
     if (request.method !== "POST") {
       return jsonError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
     }
-    const read = await readJson(request);
+    const read = await readJson(request, sdk);
     if (read instanceof Response) return read;
     const body = read.body;
     if (!isInitializeRequest(body)) {
@@ -173,14 +173,16 @@ function isJson(request: Request): boolean {
  * with a `Content-Length` within the bound is read in one piece (the HTTP server delivers no more
  * than it declares); one without is read by the SDK's reader, which stops past the bound.
  */
-async function readJson(request: Request): Promise<{ body: unknown } | Response> {
+async function readJson(
+  request: Request,
+  sdk: HttpServerSdk,
+): Promise<{ body: unknown } | Response> {
+  const bound = sdk.DEFAULT_MAX_REQUEST_BODY_SIZE;
   const length = request.headers.get("content-length");
-  const read = length !== null && Number(length) <= DEFAULT_MAX_REQUEST_BODY_SIZE
+  const read = length !== null && Number(length) <= bound
     ? { tooLarge: false as const, text: await request.text() }
-    : await readRequestBody(request, DEFAULT_MAX_REQUEST_BODY_SIZE);
-  if (read.tooLarge) {
-    return jsonError(413, -32000, requestBodyTooLargeMessage(DEFAULT_MAX_REQUEST_BODY_SIZE));
-  }
+    : await sdk.readRequestBody(request, bound);
+  if (read.tooLarge) return jsonError(413, -32000, sdk.requestBodyTooLargeMessage(bound));
   try {
     return { body: JSON.parse(read.text) };
   } catch (err) {
