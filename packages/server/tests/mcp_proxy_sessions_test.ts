@@ -1,7 +1,8 @@
 /**
  * The http proxy's upstream sessions: reused from call to call, one per BYOK key, and opened again
  * when the upstream ends one. The upstream is the SDK's own Streamable HTTP server on a loopback
- * socket, counting its sessions and the `Authorization` header of each request.
+ * socket, counting its sessions and the `Authorization` header of each request, answering in JSON
+ * or in SSE (with other events before the answer).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -37,9 +38,11 @@ async function registerCounting(store: Store, proxyTo: string) {
   await Deno.remove(dir, { recursive: true });
 }
 
-async function setUp() {
-  const upstream = startCountingUpstream();
-  const server = await mcpTestServer({ handler: { log: () => {} } });
+async function setUp(options: { sse?: boolean; idleMs?: number } = {}) {
+  const upstream = startCountingUpstream(options);
+  const server = await mcpTestServer({
+    handler: { log: () => {}, proxyIdleMs: options.idleMs },
+  });
   await registerCounting(server.store, upstream.url);
   const client = (key: string) =>
     connectClient({ app: server.app }, {
@@ -121,3 +124,89 @@ Deno.test("a session the upstream ended is opened again, and the call runs once"
     await close();
   }
 });
+
+Deno.test("a session idle for proxyIdleMs is ended upstream, and the next call opens another", async () => {
+  const { upstream, client, close } = await setUp({ idleMs: 20 });
+  try {
+    const alice = await client("key-alice");
+    try {
+      const first = await callTool(alice, "counting__echo", { message: "one" });
+      assert.equal(first.content[0].text, "one (session 1)");
+      // No timed assertion: wait (within a generous bound) until the session is ended.
+      for (let waited = 0; upstream.deleted.length === 0; waited += 10) {
+        assert.ok(waited < 20_000, "the idle session was never ended");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.deepEqual(upstream.deleted, [...upstream.sessions.keys()]);
+      const after = await callTool(alice, "counting__echo", { message: "two" });
+      assert.equal(after.content[0].text, "two (session 2)");
+    } finally {
+      await alice.close();
+    }
+  } finally {
+    await close();
+  }
+});
+
+for (const sse of [false, true]) {
+  const form = sse ? "SSE answers, other events first" : "JSON answers";
+  Deno.test(`concurrent calls of two keys: each caller gets its own answer, from its key's session (${form})`, async () => {
+    const { upstream, client, close } = await setUp({ sse });
+    try {
+      const users = { alice: await client("key-alice"), bob: await client("key-bob") };
+      try {
+        const calls = Array.from({ length: 24 }, (_, i) => {
+          const who = i % 3 ? "alice" : "bob";
+          return { who, message: `${who} ${i}` };
+        });
+        const results = await Promise.all(
+          calls.map(({ who, message }) =>
+            callTool(users[who as keyof typeof users], "counting__echo", { message })
+          ),
+        );
+        const sessionOf = (authorization: string) =>
+          [...upstream.sessions.values()].indexOf(authorization) + 1;
+        results.forEach((result, i) => {
+          const { who, message } = calls[i];
+          assert.equal(result.isError, undefined, result.content[0]?.text);
+          assert.equal(
+            result.content[0].text,
+            `${message} (session ${sessionOf(`Bearer key-${who}`)})`,
+          );
+        });
+      } finally {
+        await users.alice.close();
+        await users.bob.close();
+      }
+      assert.equal(upstream.sessions.size, 2);
+      assert.equal(upstream.calls.length, 24);
+      for (const call of upstream.calls) {
+        assert.equal(call.authorization, upstream.sessions.get(call.session));
+      }
+    } finally {
+      await close();
+    }
+  });
+
+  Deno.test(`an upstream's error is an isError result without the key, and the session stays (${form})`, async () => {
+    const { upstream, client, close } = await setUp({ sse });
+    try {
+      const alice = await client("key-alice-SECRET");
+      try {
+        const failed = await callTool(alice, "counting__echo", { message: "fail please" });
+        assert.equal(failed.isError, true);
+        assert.equal(failed.structuredContent.code, "UPSTREAM_ERROR");
+        assert.match(failed.structuredContent.message, /refused with Bearer \[redacted\]/);
+        assert.ok(!JSON.stringify(failed).includes("SECRET"), JSON.stringify(failed));
+        const next = await callTool(alice, "counting__echo", { message: "then" });
+        assert.equal(next.content[0]?.text, "then (session 1)");
+      } finally {
+        await alice.close();
+      }
+      assert.equal(upstream.sessions.size, 1, "an answered error keeps the session");
+      assert.equal(upstream.calls.length, 2);
+    } finally {
+      await close();
+    }
+  });
+}

@@ -7,7 +7,12 @@ import { join } from "node:path";
 import { waitForLine } from "../../pml/src/testing/wait_for_line.ts";
 import { WebStandardStreamableHTTPServerTransport } from "../src/mcp/sdk/http_server.ts";
 import { Server } from "../src/mcp/sdk/server.ts";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "../src/mcp/sdk/types.ts";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from "../src/mcp/sdk/types.ts";
 
 const REPO = join(import.meta.dirname!, "../../..");
 const EVERYTHING = join(REPO, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -69,6 +74,8 @@ export interface CountingUpstream extends Upstream {
   readonly sessions: Map<string, string | null>;
   /** Each `tools/call`: its session and `Authorization` header. */
   readonly calls: { session: string; authorization: string | null }[];
+  /** The sessions the client ended (`DELETE`), in order. */
+  readonly deleted: string[];
   /** Ends every session on the server's side, as an upstream restart or expiry does. */
   dropSessions(): Promise<void>;
 }
@@ -77,28 +84,46 @@ export interface CountingUpstream extends Upstream {
  * The SDK's `Server` behind its Streamable HTTP transport in stateful mode (a session id per
  * `initialize`) on 127.0.0.1, any free port, with one tool `echo` that answers
  * `<message> (session <n>)`; it records every session and every call with its headers.
+ *
+ * A message starting with `fail` is answered with a JSON-RPC error that quotes the call's
+ * `Authorization` header (a careless upstream). With `sse`, answers are SSE streams, and each
+ * call's stream first carries a log message and a progress notification for another token.
  */
-export function startCountingUpstream(): CountingUpstream {
+export function startCountingUpstream(options: { sse?: boolean } = {}): CountingUpstream {
   const sessions = new Map<string, string | null>();
   const transports = new Map<string, WebStandardStreamableHTTPServerTransport>();
   const calls: CountingUpstream["calls"] = [];
+  const deleted: string[] = [];
   const open = async (authorization: string | null) => {
     const server = new Server({ name: "counting", version: "0.0.0" }, {
-      capabilities: { tools: {} },
+      capabilities: { tools: {}, logging: {} },
     });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [] }));
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const session = extra.sessionId!;
-      calls.push({ session, authorization: extra.requestInfo?.headers.authorization as string });
+      const authorization = extra.requestInfo?.headers.authorization as string;
+      calls.push({ session, authorization });
+      const message = String(request.params.arguments?.message);
+      if (options.sse) {
+        await extra.sendNotification({
+          method: "notifications/message",
+          params: { level: "info", data: `working on ${message}` },
+        });
+        await extra.sendNotification({
+          method: "notifications/progress",
+          params: { progressToken: "another-call", progress: 1, total: 2 },
+        });
+      }
+      if (message.startsWith("fail")) {
+        throw new McpError(ErrorCode.InvalidParams, `refused with ${authorization}`);
+      }
       const n = [...sessions.keys()].indexOf(session) + 1;
-      return {
-        content: [{ type: "text", text: `${request.params.arguments?.message} (session ${n})` }],
-      };
+      return { content: [{ type: "text", text: `${message} (session ${n})` }] };
     });
     const transport: WebStandardStreamableHTTPServerTransport =
       new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => crypto.randomUUID(),
-        enableJsonResponse: true,
+        enableJsonResponse: !options.sse,
         onsessioninitialized: (id) => {
           sessions.set(id, authorization);
           transports.set(id, transport);
@@ -112,6 +137,7 @@ export function startCountingUpstream(): CountingUpstream {
     async (request) => {
       const id = request.headers.get("mcp-session-id");
       const known = id === null ? undefined : transports.get(id);
+      if (known && request.method === "DELETE") deleted.push(id!);
       if (known) return await known.handleRequest(request);
       if (id !== null) {
         return Response.json({
@@ -135,6 +161,7 @@ export function startCountingUpstream(): CountingUpstream {
     url: `http://127.0.0.1:${http.addr.port}/mcp`,
     sessions,
     calls,
+    deleted,
     dropSessions,
     close: async () => {
       await dropSessions();

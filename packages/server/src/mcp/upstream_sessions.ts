@@ -5,6 +5,14 @@
  * session opened with it. Opening a session per call (`initialize`, `notifications/initialized`,
  * the call, `DELETE`) cost the upstream several times the call itself.
  *
+ * The SDK `Client` opens the session (`initialize`, session id, protocol version); each
+ * `tools/call` is then posted on it by `postToolCall` (the pml package's cloud calls use it too):
+ * one POST with the headers the SDK's transport sends, a JSON or SSE answer read for the response
+ * to the call's own id, the result checked against the SDK's `CallToolResultSchema`, a JSON-RPC
+ * error thrown as an `McpError`, an HTTP error as the transport's `StreamableHTTPError`. The SDK's
+ * `Client.request` and transport cost about a third of this server's CPU per proxied call
+ * (docs/speed.md). A redirected POST goes through the SDK's `callTool`, which follows it.
+ *
  * A session lives while it is used and `idleMs` after its last call; then it is ended (`DELETE`)
  * and its client closed, and with it the only copy of the key it held. Sessions are found by a
  * SHA-256 of their URL and headers, so no key is a map key. A session the upstream no longer knows
@@ -15,10 +23,11 @@
  *
  * @module
  */
+import { type PostSession, postToolCall } from "../../../pml/src/targets/cloud/call_post.ts";
 import { sha256Hex } from "../registry/hash.ts";
 import { Client } from "./sdk/client.ts";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "./sdk/http_client.ts";
-import { type CallToolResult, ErrorCode, McpError } from "./sdk/types.ts";
+import { type CallToolResult, CallToolResultSchema, ErrorCode, McpError } from "./sdk/types.ts";
 
 /** Settings of {@link UpstreamSessions}. */
 export interface UpstreamSessionOptions {
@@ -42,9 +51,13 @@ export interface UpstreamCall {
 }
 
 interface Session {
-  readonly client: Promise<Client>;
+  /** The client once `initialize` is done, with what a call posts on its session. */
+  readonly client: Promise<{ client: Client; post: PostSession }>;
   readonly transport: StreamableHTTPClientTransport;
   calls: number;
+  /** When the last call ended (`performance.now()`). */
+  idleSince: number;
+  /** Armed once the session is idle; when it fires early (a call came since), it is set again. */
   idle?: ReturnType<typeof setTimeout>;
   ended?: Promise<void>;
 }
@@ -84,23 +97,25 @@ export class UpstreamSessions {
       const reused = this.#sessions.has(id);
       const session = this.#session(id, call);
       session.calls++;
-      clearTimeout(session.idle);
       try {
-        const client = await session.client;
-        const timeout = this.#options.timeoutMs;
-        const result = await client.callTool(
-          { name: call.name, arguments: call.args },
-          undefined,
-          { timeout },
-        );
-        return result as CallToolResult;
+        const { client, post } = await session.client;
+        const timeoutMs = this.#options.timeoutMs;
+        const params = { name: call.name, arguments: call.args };
+        return await postToolCall(post, params, {
+          timeoutMs,
+          resultSchema: CallToolResultSchema,
+        }) ??
+          await client.callTool(params, undefined, { timeout: timeoutMs }) as CallToolResult;
       } catch (error) {
         if (!answeredByUpstream(error)) this.#end(id, session);
         if (attempt === 0 && reused && sessionGone(error)) continue;
         throw error;
       } finally {
         session.calls--;
-        if (session.calls === 0 && this.#sessions.get(id) === session) this.#idleLater(id, session);
+        if (session.calls === 0 && this.#sessions.get(id) === session) {
+          session.idleSince = performance.now();
+          session.idle ??= this.#endWhenIdle(id, session, this.#idleMs);
+        }
       }
     }
   }
@@ -119,15 +134,26 @@ export class UpstreamSessions {
       return found;
     }
     this.#makeRoom();
+    const headers = { ...call.headers };
     const transport = new StreamableHTTPClientTransport(new URL(call.url), {
-      requestInit: { headers: { ...call.headers } },
+      requestInit: { headers },
       ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
     });
     const client = new Client({ name: "pml-server", version: "0.1.0" }, { capabilities: {} });
     const connected = client.connect(transport, { timeout: this.#options.timeoutMs })
-      .then(() => client);
+      .then(() => ({
+        client,
+        post: {
+          url: call.url,
+          sessionId: transport.sessionId,
+          protocolVersion: transport.protocolVersion,
+          headers,
+          fetch: this.#options.fetch ?? fetch,
+          httpError: (status: number, message: string) => new StreamableHTTPError(status, message),
+        },
+      }));
     connected.catch(() => {}); // the caller awaiting it sees the failure
-    const session: Session = { client: connected, transport, calls: 0 };
+    const session: Session = { client: connected, transport, calls: 0, idleSince: 0 };
     this.#sessions.set(id, session);
     return session;
   }
@@ -142,10 +168,24 @@ export class UpstreamSessions {
     }
   }
 
-  #idleLater(id: string, session: Session): void {
-    const idle = setTimeout(() => this.#end(id, session), this.#options.idleMs ?? 60_000);
+  get #idleMs(): number {
+    return this.#options.idleMs ?? 60_000;
+  }
+
+  /**
+   * Ends the session once it has been idle for `idleMs`. One timer per idle period rather than one
+   * set and cleared around every call: when it fires after calls came, it is set for the rest.
+   */
+  #endWhenIdle(id: string, session: Session, delay: number): ReturnType<typeof setTimeout> {
+    const idle = setTimeout(() => {
+      session.idle = undefined;
+      if (this.#sessions.get(id) !== session || session.calls > 0) return; // the last call re-arms
+      const left = session.idleSince + this.#idleMs - performance.now();
+      if (left > 0) session.idle = this.#endWhenIdle(id, session, left);
+      else void this.#end(id, session);
+    }, delay);
     Deno.unrefTimer(idle);
-    session.idle = idle;
+    return idle;
   }
 
   /** Forgets the session and ends it upstream (`DELETE`) in the background. */
@@ -153,7 +193,7 @@ export class UpstreamSessions {
     clearTimeout(session.idle);
     if (this.#sessions.get(id) === session) this.#sessions.delete(id);
     session.ended ??= (async () => {
-      const client = await session.client.catch(() => undefined);
+      const client = (await session.client.catch(() => undefined))?.client;
       await session.transport.terminateSession().catch(() => {});
       await (client ?? session.transport).close().catch(() => {});
     })();
