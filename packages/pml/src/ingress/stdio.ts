@@ -5,7 +5,7 @@ import { createMcpServer } from "../gateway/mcp_server.ts";
 import type { Server } from "../sdk/server.ts";
 import { LineStdioTransport, MessageTooLargeError, NotJsonRpcError } from "./stdio_transport.ts";
 import { isUnsortedMessageError } from "../sdk/incoming.ts";
-import { idleCollector, memoryReducingGc } from "../sandbox/_idle_gc.ts";
+import { idleCollector, largeMessageCollector, memoryReducingGc } from "../sandbox/_idle_gc.ts";
 
 /**
  * Serves `gateway` over stdio until stdin closes. Stdout carries JSON-RPC only (everything else
@@ -38,7 +38,14 @@ export async function serveServerOverStdio(
   // Anything printed by mistake must not corrupt the protocol stream.
   console.log = console.error;
   console.info = console.error;
-  const transport = new LineStdioTransport(io.stdin, io.stdout, undefined, collectGarbageSoon);
+  // An idle V8 keeps the garbage of a 100 MB `pml:execute` result (RSS stayed at ~800 MB): collect
+  // shortly after each large message, when the launcher exposed `gc` (`bin/pml`: `--expose-gc`).
+  const transport = new LineStdioTransport(
+    io.stdin,
+    io.stdout,
+    undefined,
+    largeMessageCollector() ?? (() => {}),
+  );
   transport.onread = idleCollector(memoryReducingGc());
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
@@ -78,17 +85,4 @@ export async function serveServerOverStdio(
   }
   await server.connect(transport);
   await closed;
-}
-
-/**
- * Asks V8 for full collections shortly after a large message, when the launcher exposed it
- * (`bin/pml` runs with `--expose-gc`): an idle gateway otherwise holds the garbage of a 100 MB
- * `pml:execute` result indefinitely (RSS stayed at ~800 MB; ~100 MB with this). The first
- * collection waits for the request's own references to go (at 0 ms it freed little); the timers
- * do not keep `pml` alive.
- */
-function collectGarbageSoon(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) return;
-  for (const ms of [250, 2_000]) Deno.unrefTimer(setTimeout(gc, ms));
 }

@@ -1,5 +1,11 @@
 import { assertEquals } from "../testing/assert.ts";
-import { IDLE_COLLECT_MS, idleCollector, memoryReducingGc } from "./_idle_gc.ts";
+import {
+  COLLECT_AFTER_LARGE_MS,
+  IDLE_COLLECT_MS,
+  idleCollector,
+  largeMessageCollector,
+  memoryReducingGc,
+} from "./_idle_gc.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -32,4 +38,21 @@ Deno.test("idle gc: the gateway's collection asks V8 for its memory-reducing fla
   memoryReducingGc((options) => asked.push(options))!();
   assertEquals(asked, [{ type: "major", execution: "sync", flavor: "last-resort" }]);
   assertEquals(memoryReducingGc(undefined), undefined);
+});
+
+Deno.test("idle gc: after a large message, each collection is the memory-reducing one", async () => {
+  const asked: unknown[] = [];
+  const collected = Promise.withResolvers<void>();
+  const afterLarge = largeMessageCollector((options) => {
+    asked.push(options);
+    if (asked.length === COLLECT_AFTER_LARGE_MS.length) collected.resolve();
+  })!;
+  afterLarge();
+  // Its timers do not keep a process alive; this one keeps the test's.
+  const keep = setInterval(() => {}, 50);
+  await collected.promise;
+  clearInterval(keep);
+  const flavour = { type: "major", execution: "sync", flavor: "last-resort" };
+  assertEquals(asked, COLLECT_AFTER_LARGE_MS.map(() => flavour));
+  assertEquals(largeMessageCollector(undefined), undefined);
 });
