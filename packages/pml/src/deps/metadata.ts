@@ -102,6 +102,12 @@ export interface MetadataSource {
   list(): Promise<string[]>;
   /** The metadata of `server`, or `undefined` when this source does not know it. */
   get(server: string): Promise<DependencyMeta | undefined>;
+  /**
+   * What `get` would answer now, without waiting: the metadata, or `null` when this source does
+   * not know `server`; `undefined` when that needs a look-up (not loaded yet, expired, a failure
+   * to report). The tool-call path of a warm server takes it; absent, `get` is asked.
+   */
+  peek?(server: string): DependencyMeta | null | undefined;
 }
 
 const EMPTY_SCHEMA = { type: "object", properties: {} };

@@ -21,6 +21,8 @@ export class CatalogueSource implements MetadataSource {
   readonly #dir: string;
   readonly #exclude: ReadonlySet<string>;
   #loaded?: Promise<Map<string, () => DependencyMeta>>;
+  /** The loaded catalogue, once {@link CatalogueSource.#loaded} has settled. */
+  #entries?: Map<string, () => DependencyMeta>;
 
   /** `exclude`: namespaces owned by another target (the std tools), never served from here. */
   constructor(dir: string = CATALOGUE_DIR, opts: { exclude?: Iterable<string> } = {}) {
@@ -34,6 +36,16 @@ export class CatalogueSource implements MetadataSource {
 
   async get(server: string): Promise<DependencyMeta | undefined> {
     return (await this.#load()).get(server)?.();
+  }
+
+  peek(server: string): DependencyMeta | null | undefined {
+    const entry = this.#entries?.get(server);
+    if (!entry) return this.#entries ? null : undefined;
+    try {
+      return entry();
+    } catch {
+      return undefined; // an invalid file: `get` reports it
+    }
   }
 
   #load(): Promise<Map<string, () => DependencyMeta>> {
@@ -62,7 +74,7 @@ export class CatalogueSource implements MetadataSource {
           () => (meta ??= parseStdioMetadata(server, raw, `catalogue ${f.name}`)),
         );
       }
-      return entries;
+      return this.#entries = entries;
     })();
     return this.#loaded;
   }
@@ -87,6 +99,8 @@ export class PrivateMcpSource implements MetadataSource {
   readonly #mcps: Readonly<Record<string, PrivateMcp>>;
   readonly #npx?: NpxPinning;
   readonly #parsed = new Map<string, Promise<DependencyMeta>>();
+  /** The entries whose {@link PrivateMcpSource.#parsed} look-up has resolved. */
+  readonly #resolved = new Map<string, DependencyMeta>();
 
   constructor(mcps: Readonly<Record<string, PrivateMcp>>, npx?: NpxPinning) {
     this.#mcps = mcps;
@@ -106,9 +120,18 @@ export class PrivateMcpSource implements MetadataSource {
     if (!meta) {
       meta = this.#parse(server, mcp);
       this.#parsed.set(server, meta);
-      meta.catch(() => this.#parsed.delete(server)); // a failed resolution is tried again
+      meta.then(
+        (m) => void this.#resolved.set(server, m),
+        () => this.#parsed.delete(server), // a failed resolution is tried again
+      );
     }
     return meta;
+  }
+
+  peek(server: string): DependencyMeta | null | undefined {
+    const mcp = Object.hasOwn(this.#mcps, server) ? this.#mcps[server] : undefined;
+    if (mcp?.type !== "stdio") return null;
+    return this.#resolved.get(server);
   }
 
   async #parse(server: string, mcp: PrivateMcp): Promise<DependencyMeta> {
@@ -152,5 +175,13 @@ export class ChainSource implements MetadataSource {
       if (meta) return meta;
     }
     return undefined;
+  }
+
+  peek(server: string): DependencyMeta | null | undefined {
+    for (const s of this.#sources) {
+      const meta = s.peek?.(server);
+      if (meta !== null) return meta; // found, or this source must be asked first
+    }
+    return null;
   }
 }

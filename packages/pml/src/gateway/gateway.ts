@@ -212,7 +212,10 @@ export class Gateway {
 
   /** `tools/call`: the whole pipeline for a name from the client. */
   async callTool(name: string, args: unknown, channel: CallChannel = {}): Promise<CallToolResult> {
-    const toolId = await this.resolveName(name);
+    // A name the list showed (or a tool id) resolves without a turn of the event loop.
+    const toolId = this.#meta.has(name) || isToolId(name)
+      ? name
+      : this.#names.get(name) ?? await this.resolveName(name);
     if (!toolId) throw unknownTool(name);
     const result = await this.runTool(toolId, args, channel, name);
     const notice = this.#deps.notice;

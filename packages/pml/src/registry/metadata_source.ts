@@ -93,6 +93,13 @@ export class RegistryMetadataSource implements MetadataSource {
     return await pending;
   }
 
+  peek(server: string): DependencyMeta | null | undefined {
+    if (this.#exclude.has(server) || !this.#client.registries.length) return null;
+    if (this.#serverRouted(server)) return null;
+    const known = this.#known.get(server);
+    return known && known.until > this.#now() ? known.meta ?? null : undefined;
+  }
+
   async #lookUp(server: string): Promise<DependencyMeta | undefined> {
     const name = `pml.mcp.${server}.server`;
     let failure: PmlError | undefined;

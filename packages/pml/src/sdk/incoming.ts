@@ -1,6 +1,30 @@
 import { Server } from "./server.ts";
+import { isCheckedToolResult } from "./tool_result.ts";
 import type { Transport } from "./transport.ts";
-import { isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from "./types.ts";
+import {
+  CallToolRequestSchema,
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ErrorCode,
+  isJSONRPCRequest,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+  McpError,
+  type Notification,
+  type Request,
+  type Result,
+  type ServerNotification,
+  type ServerRequest,
+  type ServerResult,
+} from "./types.ts";
+// @ts-types="../../../../node_modules/@modelcontextprotocol/sdk/dist/esm/server/zod-compat.d.ts"
+import {
+  type AnyObjectSchema,
+  safeParse,
+  type SchemaOutput,
+} from "@modelcontextprotocol/sdk/server/zod-compat.js";
+// @ts-types="../../../../node_modules/@modelcontextprotocol/sdk/dist/esm/shared/protocol.d.ts"
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 
 /**
  * How a message read from a peer reaches the SDK's protocol layer, which sorts it into request,
@@ -25,8 +49,43 @@ export function isUnsortedMessageError(err: Error): boolean {
  * for every `tools/call`, ~15 µs and several KB of garbage that are no check at all (a request
  * cannot also be a response: each schema is strict and requires what the other forbids). Anything
  * that is not a request takes the SDK's own path, in its own order.
+ *
+ * Its `tools/call` handler is the SDK `Server`'s wrapper less two parses: the request is parsed
+ * with `CallToolRequestSchema` once, by the protocol layer (whose parse, of the same schema, runs
+ * first and fails first: the wrapper's second parse of its output could not fail), and a result
+ * {@link isCheckedToolResult} (a stdio dependency's, parsed with the whole `CallToolResultSchema`
+ * as it arrived) is sent as it is. Every other result is checked as the SDK does, same error.
  */
 export class RequestFirstServer extends Server {
+  override setRequestHandler<T extends AnyObjectSchema>(
+    schema: T,
+    handler: (
+      request: SchemaOutput<T>,
+      extra: Extra,
+    ) => ServerResult | Result | Promise<ServerResult | Result>,
+  ): void {
+    if (schema !== (CallToolRequestSchema as AnyObjectSchema)) {
+      return super.setRequestHandler(schema, handler);
+    }
+    // The protocol layer's own registration (it parses with `schema`), under the SDK Server's.
+    const protocolSetRequestHandler = Object.getPrototypeOf(Server.prototype).setRequestHandler;
+    protocolSetRequestHandler.call(
+      this,
+      schema,
+      async (
+        request: SchemaOutput<T> & { params: { task?: unknown } },
+        extra: Extra,
+      ) => {
+        const result = await handler(request, extra);
+        if (request.params.task) {
+          return parsedOrThrow(CreateTaskResultSchema, result, "task creation");
+        }
+        if (isCheckedToolResult(result)) return result;
+        return parsedOrThrow(CallToolResultSchema, result, "tools/call");
+      },
+    );
+  }
+
   override async connect(transport: Transport): Promise<void> {
     // Set before `connect`, a handler of the transport's own would be called by the SDK first.
     if (transport.onmessage) return await super.connect(transport);
@@ -40,6 +99,17 @@ export class RequestFirstServer extends Server {
     };
     await super.connect(transport);
   }
+}
+
+/** What a request handler of the SDK `Server` gets besides the request. */
+type Extra = RequestHandlerExtra<ServerRequest | Request, ServerNotification | Notification>;
+
+/** What the SDK `Server`'s wrapper does with a result: the parsed value, or its InvalidParams. */
+function parsedOrThrow(schema: unknown, result: unknown, what: string): unknown {
+  const parsed = safeParse(schema as Parameters<typeof safeParse>[0], result);
+  if (parsed.success) return parsed.data;
+  const message = parsed.error instanceof Error ? parsed.error.message : String(parsed.error);
+  throw new McpError(ErrorCode.InvalidParams, `Invalid ${what} result: ${message}`);
 }
 
 /** The SDK protocol layer's handler of one request (private in its types, pinned SDK version). */

@@ -3,8 +3,10 @@ import { Client } from "./client.ts";
 import { InMemoryTransport } from "./in_memory.ts";
 import { RequestFirstServer } from "./incoming.ts";
 import { Server } from "./server.ts";
+import { checkToolResult } from "./tool_result.ts";
 import {
   CallToolRequestSchema,
+  CallToolResultSchema,
   ElicitResultSchema,
   JSONRPCErrorResponseSchema,
   JSONRPCResultResponseSchema,
@@ -94,4 +96,51 @@ Deno.test("request-first server: answers to its own requests and bad requests ta
     "Invalid",
   );
   await client.close();
+});
+
+/** Counts the runs of the SDK's `CallToolResultSchema` (any parse of it) while `fn` runs. */
+async function resultSchemaRuns(fn: () => Promise<void>): Promise<number> {
+  const zod = (CallToolResultSchema as unknown as { _zod: { run: (...a: unknown[]) => unknown } })
+    ._zod;
+  const own = zod.run;
+  let runs = 0;
+  zod.run = (...a) => (runs++, own.apply(zod, a));
+  try {
+    await fn();
+  } finally {
+    zod.run = own;
+  }
+  return runs;
+}
+
+async function answering(server: Server, result: unknown) {
+  server.setRequestHandler(CallToolRequestSchema, () => result as never);
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "t", version: "1" });
+  await client.connect(clientSide);
+  return client;
+}
+
+Deno.test("request-first server: a result checked as it arrived is not parsed again; others are, as the SDK does", async () => {
+  const content = [{ type: "text", text: "hi" }];
+  const refusals: string[] = [];
+  for (const sdkOnly of [false, true]) {
+    // The client parses every result once itself; the server's own check is the rest.
+    const checked = await answering(make(sdkOnly), checkToolResult({ content }));
+    const runs = await resultSchemaRuns(() => checked.callTool({ name: "x" }).then(() => {}));
+    assertEquals(runs, sdkOnly ? 2 : 1);
+    await checked.close();
+    const plain = await answering(make(sdkOnly), { content });
+    assertEquals(await resultSchemaRuns(() => plain.callTool({ name: "x" }).then(() => {})), 2);
+    await plain.close();
+    // A result that does not conform: the SDK's error, word for word, from both servers.
+    const bad = await answering(make(sdkOnly), { content: [{ type: "text" }] });
+    const err = await assertRejects(() => bad.callTool({ name: "x" }), Error);
+    assertEquals((err as { code?: number }).code, -32602);
+    refusals.push(err.message);
+    await bad.close();
+  }
+  assertEquals(refusals[0], refusals[1]);
+  assertEquals(refusals[0].includes("Invalid tools/call result: "), true);
 });

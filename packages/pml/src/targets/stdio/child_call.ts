@@ -6,10 +6,11 @@ import {
   McpError,
   ProgressNotificationSchema,
 } from "../../sdk/types.ts";
+import { checkToolResult } from "../../sdk/tool_result.ts";
 import { answerError, stoppedError, timeoutError } from "../call_errors.ts";
 import { ToolResultShape } from "../target.ts";
 import type { Transport } from "./_sdk_shared.ts";
-// Node's timers: Deno's global setTimeout costs ~9 µs per call here, Node's ~3 (the SDK uses them).
+// Node's timers: Deno's global setTimeout costs more (the SDK uses Node's too).
 import { clearTimeout, setTimeout } from "node:timers";
 
 /** Options of one {@link ChildCalls.call}. */
@@ -23,10 +24,14 @@ interface Pending {
   readonly resolve: (result: CallToolResult) => void;
   readonly reject: (err: unknown) => void;
   readonly onprogress?: ChildCallOptions["onprogress"];
-  timer?: ReturnType<typeof setTimeout>;
+  /** When it times out ({@link now}), after `timeoutMs`. */
+  readonly deadline: number;
+  readonly timeoutMs: number;
   signal?: AbortSignal;
   onAbort?: () => void;
 }
+
+const now = () => performance.now();
 
 /**
  * The first id of PML's own calls: numeric (every server takes those), within 32 bits, and far
@@ -39,15 +44,22 @@ const FIRST_ID = 1_000_000_000;
  * `tools/call` sent on a stdio server's transport by PML itself, beside the SDK `Client` that
  * opened the session and still answers the server's own requests (sampling) and notifications.
  * One id and one pending entry per call; the answer is matched by id, its result checked against
- * {@link ToolResultShape} (as `Client.request` did), a JSON-RPC error thrown as the SDK would
- * (`call_errors.ts`), the timeout or the signal as an `McpError` after `notifications/cancelled`
- * is sent, progress relayed under the call's id as token, and the transport's close failing every
- * pending call with `ConnectionClosed`. `Client.request` costs more per call (docs/speed.md, row 6a).
+ * the SDK's whole `CallToolResultSchema` once, here (`sdk/tool_result.ts`: the gateway's MCP
+ * server sends that object on without a second parse; a result that does not conform is passed on
+ * as `Client.request` did, checked only for `content`, and the server's own check refuses it as
+ * before), a JSON-RPC error thrown as the SDK would (`call_errors.ts`), the timeout or the
+ * signal as an `McpError` after `notifications/cancelled` is sent, progress relayed under the
+ * call's id as token, and the transport's close failing every pending call with `ConnectionClosed`.
+ * `Client.request` costs more per call (docs/speed.md, row 6a). Timeouts share one timer, armed
+ * for the earliest deadline: a timer set and cleared per call cost ~12 µs of a sequential call.
  */
 export class ChildCalls {
   readonly #transport: Transport;
   readonly #pending = new Map<number, Pending>();
   #lastId = FIRST_ID;
+  #timer?: ReturnType<typeof setTimeout>;
+  /** The deadline {@link ChildCalls.#timer} is armed for (Infinity: none). */
+  #timerAt = Infinity;
 
   /** Takes the transport's handlers over from the SDK client (connected already), passing on what is not ours. */
   constructor(transport: Transport) {
@@ -71,23 +83,21 @@ export class ChildCalls {
       const signal = opts.signal;
       if (signal?.aborted) return reject(signal.reason);
       const id = ++this.#lastId;
-      const pending: Pending = { resolve, reject, onprogress: opts.onprogress };
-      const cancel = (reason: unknown) => {
-        if (!this.#settle(id)) return;
-        this.#transport.send({
-          jsonrpc: "2.0",
-          method: "notifications/cancelled",
-          params: { requestId: id, reason: String(reason) },
-        }).catch(() => {/* the process is gone: nothing to cancel */});
-        reject(stoppedError(reason));
+      const timeoutMs = opts.timeoutMs;
+      const pending: Pending = {
+        resolve,
+        reject,
+        onprogress: opts.onprogress,
+        deadline: now() + timeoutMs,
+        timeoutMs,
       };
-      pending.timer = setTimeout(() => cancel(timeoutError(opts.timeoutMs)), opts.timeoutMs);
       if (signal) {
         pending.signal = signal;
-        pending.onAbort = () => cancel(signal.reason);
+        pending.onAbort = () => this.#cancel(id, signal.reason);
         signal.addEventListener("abort", pending.onAbort, { once: true });
       }
       this.#pending.set(id, pending);
+      if (pending.deadline < this.#timerAt) this.#arm(pending.deadline);
       this.#transport.send({
         jsonrpc: "2.0",
         id,
@@ -107,6 +117,11 @@ export class ChildCalls {
       if (!pending) return false;
       if ("result" in m) {
         this.#settle(m.id);
+        const checked = checkToolResult(m.result);
+        if (checked) {
+          pending.resolve(checked);
+          return true;
+        }
         const parsed = ToolResultShape.safeParse(m.result);
         if (parsed.success) pending.resolve(parsed.data as CallToolResult);
         else pending.reject(parsed.error);
@@ -128,17 +143,52 @@ export class ChildCalls {
     return true;
   }
 
-  /** Drops a pending call's entry, timer and abort listener; false when it was settled already. */
+  /** Drops a pending call's entry and abort listener; false when it was settled already. */
   #settle(id: number): boolean {
     const pending = this.#pending.get(id);
     if (!pending) return false;
     this.#pending.delete(id);
-    clearTimeout(pending.timer);
     if (pending.onAbort) pending.signal!.removeEventListener("abort", pending.onAbort);
     return true;
   }
 
+  /** Tells the server to cancel a call still pending and rejects it (timeout or abort). */
+  #cancel(id: number, reason: unknown): void {
+    const pending = this.#pending.get(id);
+    if (!pending || !this.#settle(id)) return;
+    this.#transport.send({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: id, reason: String(reason) },
+    }).catch(() => {/* the process is gone: nothing to cancel */});
+    pending.reject(stoppedError(reason));
+  }
+
+  /** Arms the one timer for `deadline` (sooner than the one it is armed for, if any). */
+  #arm(deadline: number): void {
+    clearTimeout(this.#timer);
+    this.#timerAt = deadline;
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, deadline - now()));
+  }
+
+  /** Times out every call past its deadline, then arms the timer for the next deadline. */
+  #expire(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const at = now();
+    let next = Infinity;
+    for (const [id, pending] of [...this.#pending]) {
+      if (pending.deadline <= at) {
+        this.#cancel(id, timeoutError(pending.timeoutMs));
+      } else if (pending.deadline < next) next = pending.deadline;
+    }
+    if (next < Infinity) this.#arm(next);
+  }
+
   #closeAll(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
     const error = new McpError(ErrorCode.ConnectionClosed, "Connection closed");
     for (const [id, pending] of [...this.#pending]) {
       this.#settle(id);

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../../testing/assert.ts";
 import { isPmlError } from "../../errors.ts";
 import { McpError } from "../../sdk/types.ts";
+import { isCheckedToolResult } from "../../sdk/tool_result.ts";
 import { ServerProcess } from "./server_process.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..", "..", "..");
@@ -38,6 +39,8 @@ Deno.test("stdio calls on the child's transport: answers by id, progress, errors
       ),
     );
     assertEquals(answers.map(text), answers.map((_, i) => `Echo: m${i}`));
+    // Checked against the whole CallToolResult schema here: the gateway's server sends it as is.
+    assert(answers.every(isCheckedToolResult));
 
     // Progress under the call's token, relayed in order.
     const progress: number[] = [];
@@ -68,6 +71,24 @@ Deno.test("stdio calls on the child's transport: answers by id, progress, errors
       )
     );
     assert(isPmlError(late) && late.code === "RPC_TIMEOUT", String(late));
+    // The bounds share one timer: a short bound after a long one still ends its own call, on time,
+    // and the longer call in flight goes on to its answer.
+    const slow = server.call(
+      "everything:trigger-long-running-operation",
+      "trigger-long-running-operation",
+      { duration: 0.5, steps: 2 },
+      { timeoutMs: 20_000 },
+    );
+    const short = await assertRejects(() =>
+      server.call(
+        "everything:trigger-long-running-operation",
+        "trigger-long-running-operation",
+        { duration: 5, steps: 5 },
+        { timeoutMs: 50 },
+      )
+    );
+    assert(isPmlError(short) && short.code === "RPC_TIMEOUT", String(short));
+    assertStringIncludes(text(await slow), "Long running operation completed");
     const again = await server.call("everything:echo", "echo", { message: "still" }, {
       timeoutMs: 10_000,
     });

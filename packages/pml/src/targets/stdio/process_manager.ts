@@ -104,10 +104,14 @@ export class StdioProcessManager {
     args: Record<string, unknown>,
     opts: ServerCallOptions,
   ): Promise<CallToolResult> {
-    const proc = await this.#acquire(slot, spec);
+    // A running process of this launch is taken without a turn of the event loop.
+    const proc = slot.proc?.alive && slot.key === launchKey(spec)
+      ? slot.proc
+      : await this.#acquire(slot, spec);
     this.#touch(slot);
     try {
-      if (opts.verify) await proc.verifyOnce(opts.verify, opts.timeoutMs);
+      const verifying = opts.verify && proc.verifyOnce(opts.verify, opts.timeoutMs);
+      if (verifying) await verifying;
       const result = await proc.call(toolId, action, args, opts);
       slot.crashes = 0;
       return result;

@@ -86,6 +86,8 @@ export class ServerProcess {
   /** The sampling handlers of the calls in flight, oldest first. */
   readonly #samplers = new Set<ServerSample>();
   #verified?: Promise<void>;
+  /** {@link ServerProcess.#verified} has resolved. */
+  #verifiedOk = false;
 
   private constructor(spec: LaunchSpec, transport: ChildTransport, client: Client) {
     this.spec = spec;
@@ -203,13 +205,23 @@ export class ServerProcess {
     return tools;
   }
 
-  /** Runs `verify` on this process's tools once; a failed check is tried again next time. */
+  /**
+   * Runs `verify` on this process's tools once; a failed check is tried again next time.
+   * `undefined` once it has passed (nothing to wait for).
+   */
   verifyOnce(
     verify: (listTools: () => Promise<readonly Tool[]>) => Promise<void>,
     timeoutMs: number,
-  ): Promise<void> {
-    this.#verified ??= verify(() => this.listTools(timeoutMs));
-    this.#verified.catch(() => (this.#verified = undefined));
+  ): Promise<void> | undefined {
+    if (this.#verifiedOk) return undefined;
+    if (!this.#verified) {
+      const verified = verify(() => this.listTools(timeoutMs));
+      this.#verified = verified;
+      verified.then(
+        () => void (this.#verifiedOk = this.#verified === verified),
+        () => void (this.#verified = undefined),
+      );
+    }
     return this.#verified;
   }
 

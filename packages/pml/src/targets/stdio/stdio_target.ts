@@ -82,8 +82,19 @@ const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 export class StdioTarget implements Target {
   readonly name = "stdio";
   readonly #d: StdioTargetDeps;
-  /** Verified launch specs, by server, with the metadata version they were made for. */
-  readonly #ready = new Map<string, { pin: string; spec: LaunchSpec }>();
+  /**
+   * Verified launch specs, by server, with the metadata version they were made for and the
+   * metadata object that passed the call's checks (env, OS wall, pins) when it was set: a call with
+   * that same object runs without them (`call`'s warm path).
+   */
+  readonly #ready = new Map<string, { pin: string; spec: LaunchSpec; meta: DependencyMeta }>();
+  /** The metadata with `.pml.json`'s `sandbox.net` grants, per object of the source. */
+  readonly #granted = new WeakMap<DependencyMeta, DependencyMeta>();
+  /** The rug-pull guard of each pinned server (one function per server, see `#verifier`). */
+  readonly #verifiers = new Map<
+    string,
+    (listTools: () => Promise<readonly Tool[]>) => Promise<void>
+  >();
   readonly #installs = new Map<string, Promise<LaunchSpec>>();
   /** Metadata objects whose pin was checked in this session. */
   readonly #pinned = new WeakSet<DependencyMeta>();
@@ -150,8 +161,19 @@ export class StdioTarget implements Target {
     return tools;
   }
 
-  async provides(toolId: string): Promise<boolean> {
+  provides(toolId: string): Promise<boolean> {
     const colon = toolId.indexOf(":");
+    // Metadata known without waiting (loaded, not expired) and a declared list: answered now.
+    const known = this.#d.source.peek?.(toolId.slice(0, colon));
+    if (known === null) return Promise.resolve(false);
+    if (known?.tools.length) {
+      const action = toolId.slice(colon + 1);
+      return Promise.resolve(known.tools.some((t) => t.action === action));
+    }
+    return this.#provides(toolId, colon);
+  }
+
+  async #provides(toolId: string, colon: number): Promise<boolean> {
     const meta = await this.#d.source.get(toolId.slice(0, colon)).catch(() => undefined);
     const action = toolId.slice(colon + 1);
     if (!meta) return false;
@@ -249,7 +271,7 @@ export class StdioTarget implements Target {
       await this.#install(meta, {
         progress: (_step, _total, message) => Promise.resolve(progress?.(message ?? "")),
       });
-    this.#ready.set(meta.server, { pin: pinOf(meta), spec });
+    this.#ready.set(meta.server, { pin: pinOf(meta), spec, meta });
     return (await this.#readTools(meta, spec)) ?? [];
   }
 
@@ -286,7 +308,19 @@ export class StdioTarget implements Target {
     };
   }
 
-  async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+  call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
+    // Warm: the same metadata object passed every check below for the launch spec made for it
+    // (`#ready`: the environment is a snapshot and the OS sandbox is found once, so they answer
+    // the same for it; its pin was checked in this session). Straight to the running server.
+    const meta = this.#metaNow(call.ns);
+    const ready = meta && this.#ready.get(meta.server);
+    if (ready && ready.meta === meta && (!this.#d.pins || this.#pinned.has(meta))) {
+      return this.#run(meta, ready.spec, call, ctx);
+    }
+    return this.#call(call, ctx);
+  }
+
+  async #call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
     const meta = await this.#meta(call.ns);
     if (!meta) return errorResult(`Unknown tool "${call.toolId}"`);
     const missing = missingEnv(meta, this.#d.env);
@@ -338,7 +372,10 @@ export class StdioTarget implements Target {
   ): Promise<CallToolResult> {
     const pin = pinOf(meta);
     const ready = this.#ready.get(meta.server);
-    if (ready?.pin === pin) return await this.#run(meta, ready.spec, call, ctx);
+    if (ready?.pin === pin) {
+      if (ready.meta !== meta) this.#ready.set(meta.server, { ...ready, meta });
+      return await this.#run(meta, ready.spec, call, ctx);
+    }
     let spec: LaunchSpec | undefined;
     try {
       spec = await this.#recorded(meta);
@@ -346,7 +383,7 @@ export class StdioTarget implements Target {
       return await this.#refuse(meta, err);
     }
     if (spec) {
-      this.#ready.set(meta.server, { pin, spec });
+      this.#ready.set(meta.server, { pin, spec, meta });
       return await this.#run(meta, spec, call, ctx);
     }
     if (installApproved) return await this.#afterApproval("yes", meta, call, ctx);
@@ -362,8 +399,23 @@ export class StdioTarget implements Target {
    * through, whatever runs inside (an npm server under Deno or a raw command).
    */
   async #meta(server: string): Promise<DependencyMeta | undefined> {
+    const known = this.#metaNow(server);
+    if (known !== undefined) return known ?? undefined;
     const meta = await this.#d.source.get(server);
-    return meta && withNetGrants(meta, this.#d.net ?? []);
+    return meta && this.#withGrants(meta);
+  }
+
+  /** {@link StdioTarget.#meta} when the source answers without waiting (`MetadataSource.peek`). */
+  #metaNow(server: string): DependencyMeta | null | undefined {
+    const meta = this.#d.source.peek?.(server);
+    return meta && this.#withGrants(meta);
+  }
+
+  /** One granted object per metadata object: what was checked for it is known by identity. */
+  #withGrants(meta: DependencyMeta): DependencyMeta {
+    let granted = this.#granted.get(meta);
+    if (!granted) this.#granted.set(meta, granted = withNetGrants(meta, this.#d.net ?? []));
+    return granted;
   }
 
   #wallRefusal(meta: DependencyMeta): string | undefined {
@@ -452,7 +504,7 @@ export class StdioTarget implements Target {
     } catch (err) {
       return await this.#refuse(meta, err);
     }
-    this.#ready.set(meta.server, { pin: pinOf(meta), spec });
+    this.#ready.set(meta.server, { pin: pinOf(meta), spec, meta });
     return await this.#run(meta, spec, call, ctx);
   }
 
@@ -522,30 +574,7 @@ export class StdioTarget implements Target {
   ): Promise<CallToolResult> {
     let result: CallToolResult;
     try {
-      result = await this.#callServer(meta, spec, call, ctx);
-    } catch (err) {
-      const check = err instanceof ToolsChanged ? err.check : undefined;
-      if (!check) throw err;
-      const newTool = check.differences.some((d) =>
-        d.kind === "added" && d.subject === call.action
-      );
-      return await askIntegrity(check, call, ctx, newTool, () => this.#run(meta, spec, call, ctx));
-    }
-    if (!spec.unconfined) return result;
-    return {
-      ...result,
-      content: [{ type: "text", text: unconfinedNote(spec.unconfined) }, ...result.content],
-    };
-  }
-
-  async #callServer(
-    meta: DependencyMeta,
-    spec: LaunchSpec,
-    call: ToolCall,
-    ctx: CallContext,
-  ): Promise<CallToolResult> {
-    try {
-      return await this.#d.manager.call(spec, call.toolId, call.action, call.args, {
+      result = await this.#d.manager.call(spec, call.toolId, call.action, call.args, {
         timeoutMs: this.#d.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
         signal: ctx.signal,
         onprogress: ctx.progress
@@ -562,10 +591,19 @@ export class StdioTarget implements Target {
         verify: this.#verifier(spec.server),
       });
     } catch (err) {
-      if (err instanceof ToolsChanged) throw err;
       if (isPmlError(err)) return errorResult(err.message, { status: "error", code: err.code });
-      throw err;
+      const check = err instanceof ToolsChanged ? err.check : undefined;
+      if (!check) throw err;
+      const newTool = check.differences.some((d) =>
+        d.kind === "added" && d.subject === call.action
+      );
+      return await askIntegrity(check, call, ctx, newTool, () => this.#run(meta, spec, call, ctx));
     }
+    if (!spec.unconfined) return result;
+    return {
+      ...result,
+      content: [{ type: "text", text: unconfinedNote(spec.unconfined) }, ...result.content],
+    };
   }
 
   /**
@@ -577,6 +615,15 @@ export class StdioTarget implements Target {
   ): ((listTools: () => Promise<readonly Tool[]>) => Promise<void>) | undefined {
     const pins = this.#d.pins;
     if (!pins || !this.#pinnedServers.has(server)) return undefined;
+    let verifier = this.#verifiers.get(server);
+    if (!verifier) this.#verifiers.set(server, verifier = this.#newVerifier(pins, server));
+    return verifier;
+  }
+
+  #newVerifier(
+    pins: McpPins,
+    server: string,
+  ): (listTools: () => Promise<readonly Tool[]>) => Promise<void> {
     const name = `pml.mcp.${server}.server`;
     return async (listTools) => {
       if (!(await pins.locked(name))) return; // the metadata pin was dropped meanwhile
