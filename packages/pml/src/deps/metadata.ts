@@ -1,42 +1,49 @@
 import { z } from "zod";
 import { PmlError } from "../errors.ts";
 
-const names = z.array(z.string()).default([]);
+/**
+ * The stdio metadata a registry serves (DESIGN §7), as it arrives on the wire or in `private_mcps`.
+ * Built on its first use: a `pml stdio` start in a workspace without stdio servers parses none,
+ * and its ~20 zod schemas took ~2 ms of each start (docs/speed.md, "Cold start").
+ */
+function buildStdioMetadataSchema() {
+  const names = z.array(z.string()).default([]);
+  return z.object({
+    fqdn: z.string().optional(),
+    type: z.literal("stdio"),
+    description: z.string().default(""),
+    routing: z.string().optional(),
+    install: z.object({
+      command: z.string().min(1),
+      args: names,
+      envRequired: names,
+    }),
+    package: z.object({
+      name: z.string().min(1),
+      version: z.string().min(1),
+      /** Required, except in `private_mcps` (story 14.4 task 5: "warn but allow for dev"). */
+      integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]+=*$/, 'an SRI hash "sha512-…"').optional(),
+    }).optional(),
+    permissions: z.object({ read: names, write: names, net: names, env: names }).partial().default(
+      {},
+    ),
+    tools: z.array(
+      z.union([
+        z.string(),
+        z.object({
+          name: z.string(),
+          description: z.string().optional(),
+          inputSchema: z.record(z.string(), z.unknown()).optional(),
+        }).passthrough(),
+      ]),
+    ).default([]),
+    warnings: z.unknown().optional(),
+    /** Tools the model may use when this MCP asks for sampling (permission patterns). */
+    allowedToolPatterns: names,
+  }).passthrough();
+}
 
-/** The stdio metadata a registry serves (DESIGN §7), as it arrives on the wire or in `private_mcps`. */
-export const StdioMetadataSchema = z.object({
-  fqdn: z.string().optional(),
-  type: z.literal("stdio"),
-  description: z.string().default(""),
-  routing: z.string().optional(),
-  install: z.object({
-    command: z.string().min(1),
-    args: names,
-    envRequired: names,
-  }),
-  package: z.object({
-    name: z.string().min(1),
-    version: z.string().min(1),
-    /** Required, except in `private_mcps` (story 14.4 task 5: "warn but allow for dev"). */
-    integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]+=*$/, 'an SRI hash "sha512-…"').optional(),
-  }).optional(),
-  permissions: z.object({ read: names, write: names, net: names, env: names }).partial().default(
-    {},
-  ),
-  tools: z.array(
-    z.union([
-      z.string(),
-      z.object({
-        name: z.string(),
-        description: z.string().optional(),
-        inputSchema: z.record(z.string(), z.unknown()).optional(),
-      }).passthrough(),
-    ]),
-  ).default([]),
-  warnings: z.unknown().optional(),
-  /** Tools the model may use when this MCP asks for sampling (permission patterns). */
-  allowedToolPatterns: names,
-}).passthrough();
+let stdioMetadataSchema: ReturnType<typeof buildStdioMetadataSchema> | undefined;
 
 /** One tool of a dependency, by action (the name the server itself knows). */
 export interface DependencyTool {
@@ -123,7 +130,7 @@ const EMPTY_SCHEMA = { type: "object", properties: {} };
  * ```
  */
 export function parseStdioMetadata(server: string, raw: unknown, source: string): DependencyMeta {
-  const parsed = StdioMetadataSchema.safeParse(raw);
+  const parsed = (stdioMetadataSchema ??= buildStdioMetadataSchema()).safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new PmlError(

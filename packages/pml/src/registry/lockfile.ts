@@ -25,27 +25,36 @@ export function lockfilePath(workspace: string): string {
   return join(workspace, ".pml", "mcp.lock");
 }
 
-const EntrySchema = z.object({
-  fqdn: z.string(),
-  integrity: z.string().regex(/^sha256-[A-Za-z0-9+/]{43}=$/, "an sha256-<base64> integrity"),
-  type: z.enum(["deno", "stdio", "http"]),
-  routing: z.enum(["client", "server"]),
-  fetchedAt: z.string(),
-  /** When a call last found the pinned bytes unchanged (registry or verified cache); see `open`. */
-  checkedAt: z.string().optional(),
-  /** stdio: the pinned npm package (`integrity` left out only by a dev `private_mcps` entry). */
-  package: z.object({ name: z.string(), version: z.string(), integrity: z.string().optional() })
-    .optional(),
-  /** http: where the server proxies calls, and the variables the MCP declares. */
-  proxyTo: z.string().optional(),
-  envRequired: z.array(z.string()).optional(),
-  /** Tool name → `sha256-<base64>` of its definition, pinned when first used. */
-  tools: z.record(z.string(), z.string()).optional(),
-});
-const FileSchema = z.object({ version: z.literal(1), entries: z.record(z.string(), EntrySchema) });
+/**
+ * The lockfile's schemas, built on first use: a `pml stdio` start without a lockfile reads none,
+ * and building them took ~1.5 ms of it (docs/speed.md, "Cold start").
+ */
+function buildSchemas() {
+  const entry = z.object({
+    fqdn: z.string(),
+    integrity: z.string().regex(/^sha256-[A-Za-z0-9+/]{43}=$/, "an sha256-<base64> integrity"),
+    type: z.enum(["deno", "stdio", "http"]),
+    routing: z.enum(["client", "server"]),
+    fetchedAt: z.string(),
+    /** When a call last found the pinned bytes unchanged (registry or verified cache); see `open`. */
+    checkedAt: z.string().optional(),
+    /** stdio: the pinned npm package (`integrity` left out only by a dev `private_mcps` entry). */
+    package: z.object({ name: z.string(), version: z.string(), integrity: z.string().optional() })
+      .optional(),
+    /** http: where the server proxies calls, and the variables the MCP declares. */
+    proxyTo: z.string().optional(),
+    envRequired: z.array(z.string()).optional(),
+    /** Tool name → `sha256-<base64>` of its definition, pinned when first used. */
+    tools: z.record(z.string(), z.string()).optional(),
+  });
+  return { entry, file: z.object({ version: z.literal(1), entries: z.record(z.string(), entry) }) };
+}
+
+let schemas: ReturnType<typeof buildSchemas> | undefined;
+const lockSchemas = () => schemas ??= buildSchemas();
 
 /** One pinned registry entry. */
-export type LockEntry = z.infer<typeof EntrySchema>;
+export type LockEntry = z.infer<ReturnType<typeof buildSchemas>["entry"]>;
 
 /**
  * True when `permissions` still name the entry `name`: a deno entry by its tool id
@@ -159,7 +168,7 @@ export class Lockfile {
 
   /** Records (or replaces) the entry of `name` and saves. */
   async record(name: string, entry: LockEntry): Promise<void> {
-    this.#entries.set(name, EntrySchema.parse(entry));
+    this.#entries.set(name, lockSchemas().entry.parse(entry));
     await this.#save();
   }
 
@@ -195,7 +204,7 @@ async function readEntries(path: string): Promise<Map<string, LockEntry>> {
   }
   let problem: string;
   try {
-    const parsed = FileSchema.safeParse(JSON.parse(text));
+    const parsed = lockSchemas().file.safeParse(JSON.parse(text));
     if (parsed.success) return new Map(Object.entries(parsed.data.entries));
     const issue = parsed.error.issues[0];
     problem = `field "${issue.path.join(".") || "(top level)"}": ${issue.message}`;
