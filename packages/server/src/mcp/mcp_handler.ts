@@ -1,7 +1,10 @@
 /**
- * The server's MCP endpoint (`POST /mcp`, Streamable HTTP, DESIGN §8/§10), in stateless mode:
- * every request gets a fresh SDK `Server` and `WebStandardStreamableHTTPServerTransport`
- * (JSON responses, no session id), so any number of server instances can answer any request.
+ * The server's MCP endpoint (`POST /mcp`, Streamable HTTP, DESIGN §8/§10), in stateless mode
+ * (JSON responses, no session id), so any number of server instances can answer any request. A
+ * plain `tools/list` or `tools/call` (one request, the headers the SDK's transport requires) is
+ * answered by one long-lived SDK `Server` through a {@link RequestTransport} that keeps each HTTP
+ * request's ids and context apart; every other request gets a fresh `Server` and the SDK's
+ * `WebStandardStreamableHTTPServerTransport`, which checks and answers it.
  *
  * Tools: `pml:search` (exposed `pml__search`), `pml:execute` (see `execute.ts`), the server-routed
  * std modules (`json`, `math`, `text`) and the tools of every `http` registry entry. `tools/call`
@@ -16,7 +19,7 @@
 import { readBody } from "../http.ts";
 import type { McpHandler, McpRequestContext } from "../routes/mcp_post.ts";
 import type { Store } from "../store/store.ts";
-import { BYOK_HEADER, parseByokHeader } from "./byok.ts";
+import { BYOK_HEADER, type ByokKeys, parseByokHeader } from "./byok.ts";
 import type { RoutingTable } from "../registry/routing_table.ts";
 import { callTool, isServerTool } from "./call_tool.ts";
 import { CLIENT_HEADER, type ServerExecuteOptions, ServerExecutor } from "./execute.ts";
@@ -24,8 +27,18 @@ import { SEARCH_TOOL } from "./search.ts";
 import { WebStandardStreamableHTTPServerTransport } from "./sdk/http_server.ts";
 import { Server } from "./sdk/server.ts";
 import { lazySchemaValidator } from "../../../pml/src/sdk/validation.ts";
-import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from "./sdk/types.ts";
-import { ToolCatalog } from "./tool_catalog.ts";
+import {
+  CallToolRequestSchema,
+  isJSONRPCRequest,
+  JSONRPCMessageSchema,
+  type JSONRPCRequest,
+  ListToolsRequestSchema,
+  type RequestId,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type Tool,
+} from "./sdk/types.ts";
+import { type CatalogSnapshot, ToolCatalog } from "./tool_catalog.ts";
+import { RequestTransport } from "./request_transport.ts";
 import { UpstreamSessions } from "./upstream_sessions.ts";
 
 /** Dependencies of {@link createMcpHandler}; only `store` is required. */
@@ -80,48 +93,21 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const executor = new ServerExecutor({ ...deps.execute, routing: deps.routing });
   const execute = executor.tool;
 
-  const handler = async (request: Request, context: McpRequestContext): Promise<Response> => {
-    if (request.method !== "POST") return methodNotAllowed();
-    const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
-    const parsedBody = context.parsedBody ?? await readJson(request, maxBodyBytes);
-    if (parsedBody instanceof Response) return parsedBody;
-    const snapshot = await catalog.snapshot();
-    const server = new Server(SERVER_INFO, {
+  const newServer = () =>
+    new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
-      // A Server per request: the SDK's default would build Ajv (~0.1 ms) each time for nothing.
+      // The SDK's default would build Ajv (~0.1 ms) for nothing.
       jsonSchemaValidator: lazySchemaValidator(),
     });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [
-        {
-          name: SEARCH_TOOL.name,
-          title: SEARCH_TOOL.id,
-          description: SEARCH_TOOL.description,
-          inputSchema: SEARCH_TOOL.inputSchema,
-          annotations: PURE_TOOL,
-          _meta: meta(SEARCH_TOOL.id, []),
-        },
-        {
-          name: execute.name,
-          title: execute.id,
-          description: execute.description,
-          inputSchema: execute.inputSchema,
-          _meta: meta(execute.id, []),
-        },
-        ...snapshot.tools.filter(isServerTool).map((tool): Tool => ({
-          name: tool.name,
-          title: tool.id,
-          description: tool.description,
-          inputSchema: tool.inputSchema as Tool["inputSchema"],
-          ...(tool.kind === "std" ? { annotations: PURE_TOOL } : {}),
-          _meta: meta(tool.id, tool.envRequired),
-        })),
-      ],
+  /** Sets the tool handlers of `server`; `contextOf` gives the request's keys and catalog. */
+  const serveTools = (server: Server, contextOf: (requestId: RequestId) => RequestContext) => {
+    server.setRequestHandler(ListToolsRequestSchema, (_, extra) => ({
+      tools: listedTools(contextOf(extra.requestId).snapshot, execute),
     }));
-    const callContext = { snapshot, keys, sessions, log };
-    const packageClient = request.headers.get(CLIENT_HEADER)?.trim().toLowerCase() === "package";
     server.setRequestHandler(CallToolRequestSchema, (call, extra) => {
+      const { snapshot, keys, packageClient } = contextOf(extra.requestId);
+      const callContext = { snapshot, keys, sessions, log };
       const { name, arguments: args = {} } = call.params;
       if (name !== execute.id && name !== execute.name) return callTool(name, args, callContext);
       return executor.execute(args, {
@@ -131,26 +117,115 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
         signal: extra.signal,
       });
     });
-    const transport = new WebStandardStreamableHTTPServerTransport({
+  };
+  // One Server for the plain requests of every HTTP request (see request_transport.ts).
+  const shared = newServer();
+  const transport = new RequestTransport<RequestContext>();
+  serveTools(shared, (requestId) => transport.context(requestId)!);
+  const connected = shared.connect(transport);
+
+  const handler = async (request: Request, context: McpRequestContext): Promise<Response> => {
+    if (request.method !== "POST") return methodNotAllowed();
+    const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
+    const parsedBody = context.parsedBody ?? await readJson(request, maxBodyBytes);
+    if (parsedBody instanceof Response) return parsedBody;
+    const requestContext: RequestContext = {
+      snapshot: await catalog.snapshot(),
+      keys,
+      packageClient: request.headers.get(CLIENT_HEADER)?.trim().toLowerCase() === "package",
+    };
+    const plain = plainRequest(request, parsedBody);
+    if (plain) {
+      await connected;
+      const answer = await transport.request(plain, requestContext);
+      return new Response(JSON.stringify(answer), {
+        status: 200,
+        headers: { "Content-Type": "application/json" },
+      });
+    }
+    // Anything else (initialize, notifications, batches, a request the SDK's transport refuses)
+    // gets a Server and the SDK's transport of its own, in stateless JSON mode.
+    const server = newServer();
+    serveTools(server, () => requestContext);
+    const own = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
-    await server.connect(transport);
+    await server.connect(own);
     // No close() once answered: the JSON response is built only after every request of the body
     // has its answer, so no handler runs any more and the transport holds no stream; close() would
     // only abort the finished handlers' signals (a DOMException and an McpError per request, ~10%
     // of this endpoint's time). Server and transport are garbage once this returns.
     try {
-      return await transport.handleRequest(request, { parsedBody });
+      return await own.handleRequest(request, { parsedBody });
     } catch (error) {
       await server.close();
       throw error;
     }
   };
   const close = async () => {
-    await Promise.all([executor.close(), sessions.close()]);
+    await Promise.all([executor.close(), sessions.close(), shared.close()]);
   };
   return Object.assign(handler, { close });
+}
+
+/** What the tool handlers need of the HTTP request they answer. */
+interface RequestContext {
+  readonly snapshot: CatalogSnapshot;
+  readonly keys: ByokKeys;
+  /** The caller is the pml package (`X-PML-Client: package`). */
+  readonly packageClient: boolean;
+}
+
+/** Methods answered by the shared Server when they come alone in a request. */
+const PLAIN_METHODS = new Set(["tools/list", "tools/call"]);
+
+/**
+ * The body's JSON-RPC request when the shared Server may answer it: one `tools/list` or
+ * `tools/call` request (no batch), with the headers the SDK's transport requires (an `Accept` of
+ * JSON and SSE, `Content-Type: application/json`, a supported `mcp-protocol-version` if any) and a
+ * message its schema accepts. Anything else goes through the SDK's transport, which answers it or
+ * refuses it with its own status and error.
+ */
+function plainRequest(request: Request, body: unknown): JSONRPCRequest | undefined {
+  const method = (body as { method?: unknown } | null)?.method;
+  if (typeof method !== "string" || !PLAIN_METHODS.has(method)) return undefined;
+  const accept = request.headers.get("accept") ?? "";
+  if (!accept.includes("application/json") || !accept.includes("text/event-stream")) return;
+  if (request.headers.get("content-type") !== "application/json") return undefined;
+  const version = request.headers.get("mcp-protocol-version");
+  if (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined;
+  const parsed = JSONRPCMessageSchema.safeParse(body);
+  return parsed.success && isJSONRPCRequest(parsed.data) ? parsed.data : undefined;
+}
+
+/** The tools of `tools/list`: `pml:search`, `pml:execute`, then the catalog's server tools. */
+function listedTools(snapshot: CatalogSnapshot, execute: ServerExecutor["tool"]): Tool[] {
+  return [
+    {
+      name: SEARCH_TOOL.name,
+      title: SEARCH_TOOL.id,
+      description: SEARCH_TOOL.description,
+      inputSchema: SEARCH_TOOL.inputSchema,
+      annotations: PURE_TOOL,
+      _meta: meta(SEARCH_TOOL.id, []),
+    },
+    {
+      name: execute.name,
+      title: execute.id,
+      description: execute.description,
+      inputSchema: execute.inputSchema,
+      _meta: meta(execute.id, []),
+    },
+    ...snapshot.tools.filter(isServerTool).map((tool): Tool => ({
+      name: tool.name,
+      title: tool.id,
+      description: tool.description,
+      inputSchema: tool.inputSchema as Tool["inputSchema"],
+      ...(tool.kind === "std" ? { annotations: PURE_TOOL } : {}),
+      _meta: meta(tool.id, tool.envRequired),
+    })),
+  ];
 }
 
 /**
