@@ -25,7 +25,7 @@ import { callTool, isServerTool } from "./call_tool.ts";
 import { CLIENT_HEADER, type ServerExecuteOptions, ServerExecutor } from "./execute.ts";
 import { SEARCH_TOOL } from "./search.ts";
 import { WebStandardStreamableHTTPServerTransport } from "./sdk/http_server.ts";
-import { Server } from "./sdk/server.ts";
+import { RequestFirstServer } from "../../../pml/src/sdk/incoming.ts";
 import { lazySchemaValidator } from "../../../pml/src/sdk/validation.ts";
 import {
   CallToolRequestSchema,
@@ -93,15 +93,20 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const executor = new ServerExecutor({ ...deps.execute, routing: deps.routing });
   const execute = executor.tool;
 
+  // The SDK's Server less its redundant parses: a result checked as it arrived (an upstream's,
+  // `upstream_sessions.ts`) is not checked a second time (see RequestFirstServer).
   const newServer = () =>
-    new Server(SERVER_INFO, {
+    new RequestFirstServer(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
       // The SDK's default would build Ajv (~0.1 ms) for nothing.
       jsonSchemaValidator: lazySchemaValidator(),
     });
   /** Sets the tool handlers of `server`; `contextOf` gives the request's keys and catalog. */
-  const serveTools = (server: Server, contextOf: (requestId: RequestId) => RequestContext) => {
+  const serveTools = (
+    server: RequestFirstServer,
+    contextOf: (requestId: RequestId) => RequestContext,
+  ) => {
     server.setRequestHandler(ListToolsRequestSchema, (_, extra) => ({
       tools: listedTools(contextOf(extra.requestId).snapshot, execute),
     }));

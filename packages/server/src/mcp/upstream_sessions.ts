@@ -24,6 +24,7 @@
  * @module
  */
 import { type PostSession, postToolCall } from "../../../pml/src/targets/cloud/call_post.ts";
+import { checkToolResult } from "../../../pml/src/sdk/tool_result.ts";
 import { sha256Hex } from "../registry/hash.ts";
 import { Client } from "./sdk/client.ts";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "./sdk/http_client.ts";
@@ -103,7 +104,7 @@ export class UpstreamSessions {
         const params = { name: call.name, arguments: call.args };
         return await postToolCall(post, params, {
           timeoutMs,
-          resultSchema: CallToolResultSchema,
+          resultSchema: UPSTREAM_RESULT,
         }) ??
           await client.callTool(params, undefined, { timeout: timeoutMs }) as CallToolResult;
       } catch (error) {
@@ -200,6 +201,15 @@ export class UpstreamSessions {
     return session.ended;
   }
 }
+
+/**
+ * An upstream's result, checked against the SDK's `CallToolResultSchema` and marked as checked, so
+ * that the endpoint's `Server` sends it on without parsing it again; one that does not conform
+ * throws the schema's error, as the SDK's `Client.callTool` did.
+ */
+const UPSTREAM_RESULT = {
+  parse: (value: unknown) => checkToolResult(value) ?? CallToolResultSchema.parse(value),
+};
 
 /** The map key of a session: a digest, so that no key value is kept as one. */
 function sessionId(call: UpstreamCall): string {
