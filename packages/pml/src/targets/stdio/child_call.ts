@@ -94,7 +94,8 @@ export class ChildCalls {
       if (signal) {
         pending.signal = signal;
         pending.onAbort = () => this.#cancel(id, signal.reason);
-        signal.addEventListener("abort", pending.onAbort, { once: true });
+        // No options object: Deno converts one on every call (~4 µs); `#settle` removes it.
+        signal.addEventListener("abort", pending.onAbort);
       }
       this.#pending.set(id, pending);
       if (pending.deadline < this.#timerAt) this.#arm(pending.deadline);
