@@ -38,10 +38,10 @@ async function registerCounting(store: Store, proxyTo: string) {
   await Deno.remove(dir, { recursive: true });
 }
 
-async function setUp(options: { sse?: boolean; idleMs?: number } = {}) {
+async function setUp(options: { sse?: boolean; idleMs?: number; timeoutMs?: number } = {}) {
   const upstream = startCountingUpstream(options);
   const server = await mcpTestServer({
-    handler: { log: () => {}, proxyIdleMs: options.idleMs },
+    handler: { log: () => {}, proxyIdleMs: options.idleMs, proxyTimeoutMs: options.timeoutMs },
   });
   await registerCounting(server.store, upstream.url);
   const client = (key: string) =>
@@ -143,6 +143,32 @@ Deno.test("a session idle for proxyIdleMs is ended upstream, and the next call o
     } finally {
       await alice.close();
     }
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("a call past its bound is an error, not made again, and its session is dropped", async () => {
+  const { upstream, client, close } = await setUp({ sse: true, timeoutMs: 2_000 }); // generous: it bounds `initialize` too;
+  try {
+    const alice = await client("key-alice");
+    try {
+      const first = await callTool(alice, "counting__echo", { message: "one" });
+      assert.equal(first.content[0].text, "one (session 1)");
+      const hung = await callTool(alice, "counting__echo", { message: "hang" });
+      assert.equal(hung.isError, true);
+      assert.equal(hung.structuredContent.code, "UPSTREAM_ERROR");
+      assert.match(hung.structuredContent.message, /timed out/i);
+      const after = await callTool(alice, "counting__echo", { message: "two" });
+      assert.equal(after.content[0].text, "two (session 2)", "the timed-out session was dropped");
+    } finally {
+      await alice.close();
+    }
+    assert.deepEqual(
+      upstream.calls.map((call) => [...upstream.sessions.keys()].indexOf(call.session) + 1),
+      [1, 1, 2],
+      "the call that timed out was made once",
+    );
   } finally {
     await close();
   }

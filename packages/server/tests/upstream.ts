@@ -86,7 +86,9 @@ export interface CountingUpstream extends Upstream {
  * `<message> (session <n>)`; it records every session and every call with its headers.
  *
  * A message starting with `fail` is answered with a JSON-RPC error that quotes the call's
- * `Authorization` header (a careless upstream). With `sse`, answers are SSE streams, and each
+ * `Authorization` header (a careless upstream); one starting with `hang` is answered only once the
+ * call is cancelled (use it with `sse`: in JSON mode the SDK's transport never ends the HTTP
+ * request of a cancelled call, and the server's shutdown would wait for it). With `sse`, answers are SSE streams, and each
  * call's stream first carries a log message and a progress notification for another token.
  */
 export function startCountingUpstream(options: { sse?: boolean } = {}): CountingUpstream {
@@ -113,6 +115,12 @@ export function startCountingUpstream(options: { sse?: boolean } = {}): Counting
           method: "notifications/progress",
           params: { progressToken: "another-call", progress: 1, total: 2 },
         });
+      }
+      if (message.startsWith("hang")) {
+        await new Promise<void>((resolve) =>
+          extra.signal.addEventListener("abort", () => resolve())
+        );
+        return { content: [{ type: "text", text: "cancelled" }] };
       }
       if (message.startsWith("fail")) {
         throw new McpError(ErrorCode.InvalidParams, `refused with ${authorization}`);
