@@ -23,6 +23,21 @@ function start(): Promise<ServerProcess> {
   }, { startTimeoutMs: 30_000 });
 }
 
+/** server-everything's long operation: `duration` seconds in `steps` progress steps. */
+function longRun(
+  server: ServerProcess,
+  duration: number,
+  steps: number,
+  opts: Parameters<ServerProcess["call"]>[3],
+) {
+  return server.call(
+    "everything:trigger-long-running-operation",
+    "trigger-long-running-operation",
+    { duration, steps },
+    opts,
+  );
+}
+
 function text(result: { content: unknown[] }): string {
   return (result.content as { type: string; text?: string }[]).map((c) => c.text ?? "").join("");
 }
@@ -44,12 +59,10 @@ Deno.test("stdio calls on the child's transport: answers by id, progress, errors
 
     // Progress under the call's token, relayed in order.
     const progress: number[] = [];
-    const long = await server.call(
-      "everything:trigger-long-running-operation",
-      "trigger-long-running-operation",
-      { duration: 0.3, steps: 3 },
-      { timeoutMs: 10_000, onprogress: (p) => progress.push(p.progress) },
-    );
+    const long = await longRun(server, 0.3, 3, {
+      timeoutMs: 10_000,
+      onprogress: (p) => progress.push(p.progress),
+    });
     assertStringIncludes(text(long), "Long running operation completed");
     assertEquals(progress, [1, 2, 3]);
 
@@ -62,31 +75,12 @@ Deno.test("stdio calls on the child's transport: answers by id, progress, errors
     );
 
     // The bound: RPC_TIMEOUT, and the server keeps serving.
-    const late = await assertRejects(() =>
-      server.call(
-        "everything:trigger-long-running-operation",
-        "trigger-long-running-operation",
-        { duration: 5, steps: 5 },
-        { timeoutMs: 50 },
-      )
-    );
+    const late = await assertRejects(() => longRun(server, 5, 5, { timeoutMs: 50 }));
     assert(isPmlError(late) && late.code === "RPC_TIMEOUT", String(late));
     // The bounds share one timer: a short bound after a long one still ends its own call, on time,
     // and the longer call in flight goes on to its answer.
-    const slow = server.call(
-      "everything:trigger-long-running-operation",
-      "trigger-long-running-operation",
-      { duration: 0.5, steps: 2 },
-      { timeoutMs: 20_000 },
-    );
-    const short = await assertRejects(() =>
-      server.call(
-        "everything:trigger-long-running-operation",
-        "trigger-long-running-operation",
-        { duration: 5, steps: 5 },
-        { timeoutMs: 50 },
-      )
-    );
+    const slow = longRun(server, 0.5, 2, { timeoutMs: 20_000 });
+    const short = await assertRejects(() => longRun(server, 5, 5, { timeoutMs: 50 }));
     assert(isPmlError(short) && short.code === "RPC_TIMEOUT", String(short));
     assertStringIncludes(text(await slow), "Long running operation completed");
     const again = await server.call("everything:echo", "echo", { message: "still" }, {
@@ -97,12 +91,7 @@ Deno.test("stdio calls on the child's transport: answers by id, progress, errors
     // The caller's abort: rejected with its reason (an McpError, reported as the call's bound, as
     // the SDK's Client.request did).
     const abort = new AbortController();
-    const aborted = server.call(
-      "everything:trigger-long-running-operation",
-      "trigger-long-running-operation",
-      { duration: 5, steps: 5 },
-      { timeoutMs: 10_000, signal: abort.signal },
-    );
+    const aborted = longRun(server, 5, 5, { timeoutMs: 10_000, signal: abort.signal });
     abort.abort("the agent cancelled");
     const reason = await assertRejects(() => aborted);
     assert(isPmlError(reason) && reason.cause instanceof McpError, String(reason));
@@ -126,12 +115,7 @@ Deno.test("stdio calls on the child's transport: answers by id, progress, errors
     assertStringIncludes(text(sampled), "sampled answer");
 
     // The child's death fails the call in flight with DEPENDENCY_CRASHED.
-    const pending = server.call(
-      "everything:trigger-long-running-operation",
-      "trigger-long-running-operation",
-      { duration: 30, steps: 30 },
-      { timeoutMs: 60_000 },
-    );
+    const pending = longRun(server, 30, 30, { timeoutMs: 60_000 });
     await new Promise((r) => setTimeout(r, 200));
     Deno.kill(server.pid, "SIGKILL");
     const crash = await assertRejects(() => pending);
