@@ -88,8 +88,9 @@ export interface CountingUpstream extends Upstream {
  * A message starting with `fail` is answered with a JSON-RPC error that quotes the call's
  * `Authorization` header (a careless upstream); one starting with `hang` is answered only once the
  * call is cancelled (use it with `sse`: in JSON mode the SDK's transport never ends the HTTP
- * request of a cancelled call, and the server's shutdown would wait for it). With `sse`, answers are SSE streams, and each
- * call's stream first carries a log message and a progress notification for another token.
+ * request of a cancelled call, and the server's shutdown would wait for it). With `sse`, answers
+ * are SSE streams, and each call's stream first carries a log message and a progress notification
+ * for another token.
  */
 export function startCountingUpstream(options: { sse?: boolean } = {}): CountingUpstream {
   const sessions = new Map<string, string | null>();

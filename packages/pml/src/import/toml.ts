@@ -1,7 +1,8 @@
 /**
- * TOML (Codex's `config.toml`) parsed by `smol-toml`, imported with the first TOML file `pml import`
- * reads. The specifier is bare: `deno bundle` inlines the local modules of the npm package's
- * `pml.js` eagerly, so a static import here would load the parser at every `pml stdio` start.
+ * TOML (Codex's `config.toml`) parsed by `smol-toml`, imported with the first TOML file
+ * `pml import` reads. The specifier is bare: `deno bundle` inlines the local modules of the npm
+ * package's `pml.js` eagerly, so a static import here would load the parser at every `pml stdio`
+ * start.
  */
 type SmolToml = typeof import("smol-toml");
 

@@ -36,7 +36,7 @@ function buildSchemas() {
     type: z.enum(["deno", "stdio", "http"]),
     routing: z.enum(["client", "server"]),
     fetchedAt: z.string(),
-    /** When a call last found the pinned bytes unchanged (registry or verified cache); see `open`. */
+    /** When a call last found the pinned bytes unchanged (registry or verified cache): `open`. */
     checkedAt: z.string().optional(),
     /** stdio: the pinned npm package (`integrity` left out only by a dev `private_mcps` entry). */
     package: z.object({ name: z.string(), version: z.string(), integrity: z.string().optional() })

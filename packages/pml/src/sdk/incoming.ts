@@ -54,7 +54,8 @@ export function isUnsortedMessageError(err: Error): boolean {
  * with `CallToolRequestSchema` once, by the protocol layer (whose parse, of the same schema, runs
  * first and fails first: the wrapper's second parse of its output could not fail), and a result
  * {@link isCheckedToolResult} (a stdio dependency's, or an upstream's in pml-server, parsed with
- * the whole `CallToolResultSchema` as it arrived) is sent as it is. Every other result is checked as the SDK does, same error.
+ * the whole `CallToolResultSchema` as it arrived) is sent as it is. Every other result is checked
+ * as the SDK does, same error.
  */
 export class RequestFirstServer extends Server {
   override setRequestHandler<T extends AnyObjectSchema>(

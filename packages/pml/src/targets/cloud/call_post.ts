@@ -33,8 +33,9 @@ let lastId = 0;
  * would: a JSON answer or an SSE stream (progress, then the answer), the result checked against
  * {@link ToolResultShape} (or `opts.resultSchema`), a JSON-RPC error thrown as the SDK would
  * (`call_errors.ts`), an HTTP error as `session.httpError`, the timeout or the signal as an
- * `McpError` (`RequestTimeout`) after `notifications/cancelled` is sent. The SDK's `Client.request` costs ~150 µs of CPU more per call
- * (its protocol layer, a message schema and two header copies; docs/speed.md).
+ * `McpError` (`RequestTimeout`) after `notifications/cancelled` is sent. The SDK's
+ * `Client.request` costs ~150 µs of CPU more per call (its protocol layer, a message schema and
+ * two header copies; docs/speed.md).
  *
  * Resolves to `undefined`, having sent nothing the server ran, when the POST was redirected: the
  * caller sends it through the SDK, which follows redirects within the origin.
