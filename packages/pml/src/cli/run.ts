@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { loadConfig, trustNotice } from "../config/config.ts";
+import { loadConfig, loadConfigAsync, trustNotice } from "../config/config.ts";
 import { requireSecureUrl } from "../config/secure_url.ts";
 import { errorMessage, isPmlError } from "../errors.ts";
 import { createGateway } from "../gateway/create_gateway.ts";
@@ -149,7 +149,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         parseArgs({ args: rest, options: {} });
         let config;
         try {
-          config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+          config = await loadConfigAsync({ env: io.env, cwd: io.cwd, home: io.home });
         } catch (err) {
           if (!isPmlError(err, "CONFIG_INVALID")) throw err;
           // Answer the client with the error instead of exiting before `initialize`: the user then
@@ -170,7 +170,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port < 65536)) {
           throw new TypeError(`--port must be a port number, not "${values.port}"`);
         }
-        const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        const config = await loadConfigAsync({ env: io.env, cwd: io.cwd, home: io.home });
         if (config.workspaceWarning) io.stderr(config.workspaceWarning + "\n");
         const notice = trustNotice(config);
         if (notice) io.stderr(`pml: ${notice}\n`);

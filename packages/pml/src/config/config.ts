@@ -13,7 +13,7 @@ import { within } from "./control_files.ts";
 import { byokValues } from "./dotenv.ts";
 import { requireSecureUrl } from "./secure_url.ts";
 import { realOrResolved, resolveWorkspace, type WorkspaceSource } from "./workspace.ts";
-import { contentHash, isTrusted } from "./trust_store.ts";
+import { contentHash, contentHashAsync, isTrustedHash } from "./trust_store.ts";
 import { narrowedFile, wideningOf } from "./widening.ts";
 
 /** The config file name, in the workspace. */
@@ -229,23 +229,59 @@ function refuseOutsideLink(configPath: string, workspace: string): void {
  * const config = loadConfig({ env: Deno.env.toObject(), cwd: Deno.cwd(), home: "/home/a" });
  * ```
  */
-export function loadConfig(
-  opts: { env: Readonly<Record<string, string>>; cwd: string; home?: string },
-): Config {
+export function loadConfig(opts: ConfigSources): Config {
+  const read = readConfigFile(opts);
+  return configOf(opts, read, read.text === undefined ? undefined : contentHash(read.text));
+}
+
+/**
+ * As {@link loadConfig}, hashing `.pml.json` for the trust check with Web Crypto, so that
+ * `pml stdio`'s start does not load `node:crypto` (docs/speed.md, "Cold start"). Same hash, same
+ * result.
+ */
+export async function loadConfigAsync(opts: ConfigSources): Promise<Config> {
+  const read = readConfigFile(opts);
+  return configOf(
+    opts,
+    read,
+    read.text === undefined ? undefined : await contentHashAsync(read.text),
+  );
+}
+
+/** What a configuration is loaded from. */
+export interface ConfigSources {
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly home?: string;
+}
+
+interface ConfigFileRead {
+  readonly ws: ReturnType<typeof resolveWorkspace>;
+  readonly configPath: string;
+  /** The text of `.pml.json`; `undefined` when there is none. */
+  readonly text?: string;
+}
+
+function readConfigFile(opts: ConfigSources): ConfigFileRead {
   const ws = resolveWorkspace(opts);
   const configPath = join(ws.path, CONFIG_FILE);
   refuseOutsideLink(configPath, ws.path);
-  let text: string | undefined;
   try {
-    text = Deno.readTextFileSync(configPath);
+    return { ws, configPath, text: Deno.readTextFileSync(configPath) };
   } catch (err) {
     if (!(err instanceof Deno.errors.NotFound)) {
       throw new PmlError("CONFIG_INVALID", `Cannot read ${configPath}: ${(err as Error).message}`);
     }
+    return { ws, configPath };
   }
+}
+
+/** The configuration from `.pml.json`'s text (if any) and its SHA-256 hex `hash`. */
+function configOf(opts: ConfigSources, read: ConfigFileRead, hash: string | undefined): Config {
+  const { ws, configPath, text } = read;
   const written: PmlFile = text === undefined ? {} : parsePmlFile(text, configPath, opts.env);
   const pmlHome = pmlHomeOf(opts.env, opts.home ?? opts.env.HOME ?? ws.path);
-  const trust = workspaceTrust(text, written, ws.path, pmlHome);
+  const trust = workspaceTrust(hash, written, ws.path, pmlHome);
   // Until a human trusted it, a file that widens applies only where it narrows.
   const file = trust.state === "untrusted" ? narrowedFile(written) : written;
   let workspace = ws.path;
@@ -304,18 +340,18 @@ export function pmlHomeOf(env: Readonly<Record<string, string>>, home: string): 
   return env.PML_HOME || join(home, ".pml");
 }
 
+/** `hash`: the SHA-256 hex of `.pml.json`, `undefined` when there is none. */
 function workspaceTrust(
-  text: string | undefined,
+  hash: string | undefined,
   file: PmlFile,
   folder: string,
   pmlHome: string,
 ): WorkspaceTrust {
-  if (text === undefined) return { state: "none", widens: [], folder };
-  const hash = contentHash(text);
+  if (hash === undefined) return { state: "none", widens: [], folder };
   const widens = wideningOf(file, folder);
   const state = widens.length === 0
     ? "narrow"
-    : isTrusted(pmlHome, folder, text)
+    : isTrustedHash(pmlHome, folder, hash)
     ? "trusted"
     : "untrusted";
   return { state, widens, folder, hash };

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { PmlError } from "../errors.ts";
+import { sha256Hex, sha256HexAsync } from "../sha256.ts";
 import { writeFileAtomic } from "./write_json.ts";
 
 /** The store's file name, in PML's home. */
@@ -27,9 +27,14 @@ interface TrustFile {
   workspaces: Record<string, TrustedEntry>;
 }
 
-/** SHA-256 hex of a `.pml.json` text, as the store keeps it. */
+/** SHA-256 hex of a `.pml.json` text (its UTF-8 bytes), as the store keeps it. */
 export function contentHash(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+  return sha256Hex(text);
+}
+
+/** As {@link contentHash}, with Web Crypto: what `pml stdio`'s start uses (`../sha256.ts`). */
+export function contentHashAsync(text: string): Promise<string> {
+  return sha256HexAsync(text);
 }
 
 /** Path of the trust store under `pmlHome`. */
@@ -56,7 +61,12 @@ export function readTrusted(pmlHome: string): Record<string, TrustedEntry> {
 
 /** Whether a human trusted exactly `text` as the `.pml.json` of `workspace`. */
 export function isTrusted(pmlHome: string, workspace: string, text: string): boolean {
-  return readTrusted(pmlHome)[workspace]?.sha256 === contentHash(text);
+  return isTrustedHash(pmlHome, workspace, contentHash(text));
+}
+
+/** Whether a human trusted the `.pml.json` content of SHA-256 hex `sha256` for `workspace`. */
+export function isTrustedHash(pmlHome: string, workspace: string, sha256: string): boolean {
+  return readTrusted(pmlHome)[workspace]?.sha256 === sha256;
 }
 
 function changed(

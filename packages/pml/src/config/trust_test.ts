@@ -9,8 +9,9 @@ import { gatewayFor, tempWorkspace, testConfig } from "../testing/workspace.ts";
 import type { CliIo } from "../cli/io.ts";
 import { runCli } from "../cli/run.ts";
 import { DEFAULT_PERMISSIONS } from "./defaults.ts";
-import { trustNotice } from "./config.ts";
+import { loadConfig, loadConfigAsync, trustNotice } from "./config.ts";
 import { contentHash, readTrusted } from "./trust_store.ts";
+import { createHash } from "node:crypto";
 
 /** Writes `.pml.json` as a cloned repository brings it: nobody trusted it. */
 function cloned(ws: { dir: string }, content: unknown): string {
@@ -203,4 +204,31 @@ Deno.test("trust: lockfile.maxAgeDays below the default widens (pins re-pinned u
   }
   cloned(ws, { lockfile: { maxAgeDays: 0 }, env: ["OPENAI_API_KEY"] });
   assertEquals(testConfig(ws).lockMaxAgeDays, 0, "kept while the rest waits for trust");
+});
+
+Deno.test("trust: a record written before the Web Crypto hash (node:crypto's hex) is still trusted, by loadConfig and loadConfigAsync alike", async () => {
+  await using ws = tempWorkspace();
+  // Not ASCII: the hash is over the UTF-8 bytes, as node:crypto's `update(text)` took them.
+  const text = cloned(ws, {
+    permissions: { allow: ["filesystem"], ask: [], deny: [] },
+    sandbox: { deny: ["dossier-é🙂"] },
+  });
+  const pmlHome = join(ws.home, ".pml");
+  Deno.mkdirSync(pmlHome, { recursive: true });
+  // The trust store as the earlier code wrote it (`createHash("sha256").update(text)`).
+  const old = { sha256: createHash("sha256").update(text).digest("hex"), trustedAt: "2026-01-01" };
+  Deno.writeTextFileSync(
+    join(pmlHome, "trusted.json"),
+    JSON.stringify({ version: 1, workspaces: { [ws.dir]: old } }),
+  );
+  const sources = { env: { HOME: ws.home, PML_WORKSPACE: ws.dir }, cwd: ws.dir, home: ws.home };
+  const sync = loadConfig(sources);
+  const viaWebCrypto = await loadConfigAsync(sources);
+  assertEquals(viaWebCrypto.trust, { ...sync.trust, hash: old.sha256 });
+  assertEquals(viaWebCrypto.trust.state, "trusted");
+  assertEquals(viaWebCrypto.permissions.allow, ["filesystem"]);
+  assertEquals({ ...viaWebCrypto, env: {} }, { ...sync, env: {} });
+
+  cloned(ws, { permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] } });
+  assertEquals((await loadConfigAsync(sources)).trust.state, "untrusted", "other content");
 });

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../sha256.ts";
 
 /**
  * Longest exposed name. DESIGN §3 allows 64; clients put their own prefix in front of it and the
@@ -25,7 +25,7 @@ const SAFE = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_EXPOSED_NAME}}$`);
 export function exposedName(toolId: string): string {
   const name = toolId.replace(":", "__").replace(/[^A-Za-z0-9_-]/g, "_");
   if (SAFE.test(name)) return name;
-  const hash = createHash("sha256").update(toolId).digest("hex").slice(0, HASH_LENGTH);
+  const hash = sha256Hex(toolId).slice(0, HASH_LENGTH);
   return `${name.slice(0, MAX_EXPOSED_NAME - HASH_LENGTH - 1)}_${hash}`;
 }
 

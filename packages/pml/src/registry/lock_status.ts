@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { errorMessage } from "../errors.ts";
+import { sha256Hex } from "../sha256.ts";
 import type { Permissions } from "../permission/patterns.ts";
 import { integrityToHex } from "./integrity.ts";
 import { lockEntryKept, lockfilePath } from "./lockfile.ts";
@@ -88,5 +88,5 @@ function cacheState(pmlHome: string, hex: string | undefined): LockState {
   } catch {
     return "not cached";
   }
-  return createHash("sha256").update(bytes).digest("hex") === hex ? "cached" : "cache tampered";
+  return sha256Hex(bytes) === hex ? "cached" : "cache tampered";
 }
