@@ -1,6 +1,6 @@
 /**
  * HTTP plumbing shared by the routes: JSON responses, the `HttpError` that routes throw for
- * client errors, bounded body reading and `If-None-Match` matching.
+ * client errors, bounded body reading, JSON bodies and `If-None-Match` matching.
  *
  * @module
  */
@@ -40,6 +40,27 @@ export function errorResponse(error: HttpError): Response {
     error.body ?? { error: error.code, message: error.message, ...error.extra },
     error.headers,
   );
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A body parsed as JSON, or why it is not JSON. */
+export type ParsedBody = { readonly ok: true; readonly value: unknown } | {
+  readonly ok: false;
+  readonly error: Error;
+};
+
+/**
+ * A request body's bytes as JSON: UTF-8, strictly (a byte that is no UTF-8 is an error, not a
+ * U+FFFD), then `JSON.parse`. Each caller answers the error its own way (the MCP endpoint a
+ * JSON-RPC `-32700`, the publication an HTTP 400 `invalid_json`).
+ */
+export function parseJsonBody(bytes: Uint8Array): ParsedBody {
+  try {
+    return { ok: true, value: JSON.parse(UTF8.decode(bytes)) };
+  } catch (error) {
+    return { ok: false, error: error as Error };
+  }
 }
 
 /**

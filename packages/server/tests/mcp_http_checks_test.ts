@@ -127,3 +127,37 @@ Deno.test("the SDK transport's checks still hold for tools/call", async () => {
     await server.close();
   }
 });
+
+Deno.test("a body that is not JSON (or not UTF-8): 400 with a JSON-RPC parse error (-32700, id null); a publication's is an HTTP 400 invalid_json", async () => {
+  const server = await mcpTestServer();
+  try {
+    const bodies: (string | Uint8Array)[] = ["{not json", "", new Uint8Array([0x7b, 0xff, 0x7d])];
+    for (const body of bodies) {
+      const init = (accept: string): RequestInit => ({
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${server.key}`,
+          "content-type": "application/json",
+          accept,
+        },
+        body: body as BodyInit,
+      });
+      const mcp = await server.request("/mcp", init(ACCEPT));
+      assert.equal(mcp.status, 400, String(body));
+      assert.match(mcp.headers.get("content-type") ?? "", /^application\/json/);
+      const answer = await mcp.json();
+      assert.equal(answer.jsonrpc, "2.0");
+      assert.equal(answer.id, null);
+      assert.equal(answer.error.code, -32700);
+      assert.match(answer.error.message, /^Parse error: \S/);
+      // Without text/event-stream the same bytes are a publication: HTTP's own 400.
+      const publication = await server.request("/mcp", init("application/json"));
+      assert.equal(publication.status, 400);
+      const refused = await publication.json();
+      assert.equal(refused.error, "invalid_json");
+      assert.match(refused.message, /^Request body is not valid JSON: \S/);
+    }
+  } finally {
+    await server.close();
+  }
+});

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { readBody } from "../http.ts";
+import { parseJsonBody, readBody } from "../http.ts";
 import type { McpHandler, McpRequestContext } from "../routes/mcp_post.ts";
 import type { Store } from "../store/store.ts";
 import { BYOK_HEADER, type ByokKeys, parseByokHeader } from "./byok.ts";
@@ -253,16 +253,10 @@ function meta(id: string, envRequired: readonly string[]): Record<string, unknow
   return { "pml/toolId": id, "pml/routing": "server", "pml/envRequired": envRequired };
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
 /** Reads a bounded JSON body; a JSON-RPC parse error response when it is not JSON. */
 async function readJson(request: Request, maxBodyBytes: number): Promise<unknown> {
-  const bytes = await readBody(request, maxBodyBytes);
-  try {
-    return JSON.parse(UTF8.decode(bytes));
-  } catch (error) {
-    return jsonRpcError(400, -32700, `Parse error: ${(error as Error).message}`);
-  }
+  const body = parseJsonBody(await readBody(request, maxBodyBytes));
+  return body.ok ? body.value : jsonRpcError(400, -32700, `Parse error: ${body.error.message}`);
 }
 
 function methodNotAllowed(): Response {

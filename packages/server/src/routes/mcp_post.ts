@@ -7,7 +7,7 @@
  */
 import { authenticate } from "../auth/keys.ts";
 import { authenticateMcp, isMcpRequest } from "../auth/mcp_auth.ts";
-import { HttpError, readBody } from "../http.ts";
+import { HttpError, parseJsonBody, readBody } from "../http.ts";
 import type { ApiKeyRecord, Store } from "../store/store.ts";
 import { publishCapability, type PublishDeps } from "./publish.ts";
 
@@ -28,8 +28,6 @@ export interface McpPostDeps extends PublishDeps {
   readonly maxBodyBytes: number;
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
 /** Authenticates, then routes the request to the MCP handler or to publishing. */
 export async function handleMcpPost(request: Request, deps: McpPostDeps): Promise<Response> {
   const apiKey = isMcpRequest(request)
@@ -46,17 +44,15 @@ export async function handleMcpPost(request: Request, deps: McpPostDeps): Promis
       `Expected Content-Type "application/json", got "${contentType}"`,
     );
   }
-  const bytes = await readBody(request, deps.maxBodyBytes);
-  let body: unknown;
-  try {
-    body = JSON.parse(UTF8.decode(bytes));
-  } catch (error) {
+  const parsed = parseJsonBody(await readBody(request, deps.maxBodyBytes));
+  if (!parsed.ok) {
     throw new HttpError(
       400,
       "invalid_json",
-      `Request body is not valid JSON: ${(error as Error).message}`,
+      `Request body is not valid JSON: ${parsed.error.message}`,
     );
   }
+  const body = parsed.value;
   if (isJsonRpc(body)) {
     if (!deps.mcp) {
       throw new HttpError(501, "mcp_not_enabled", "This server has no MCP endpoint enabled");
