@@ -1,22 +1,19 @@
 import { Client } from "../../sdk/client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
 import type { StreamableHTTPError } from "../../sdk/http_client.ts";
+import {
+  type HttpClientSdk,
+  loadHttpClient as importHttpClient,
+} from "../../sdk/load_http_client.ts";
 import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
 import { ToolResultShape } from "../target.ts";
 import { type PostSession, postToolCall } from "./call_post.ts";
 
-/**
- * The SDK's Streamable HTTP client, imported on the first connection: loading it (with the OAuth
- * schemas it builds) took ~8 ms of every `pml stdio` start, local-only mode included, before the
- * first `tools/list` (docs/speed.md). The bare specifier, so that the bundle imports it on demand
- * too.
- */
-type HttpClientModule = typeof import("../../sdk/http_client.ts");
-let httpClient: HttpClientModule | undefined;
-async function loadHttpClient(): Promise<HttpClientModule> {
-  return httpClient ??=
-    (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")) as HttpClientModule;
+/** The SDK's Streamable HTTP client, imported on the first connection (`load_http_client.ts`). */
+let httpClient: HttpClientSdk | undefined;
+async function loadHttpClient(): Promise<HttpClientSdk> {
+  return httpClient ??= await importHttpClient();
 }
 
 /** An HTTP error status from the cloud (none can exist before the client was loaded). */

@@ -9,22 +9,14 @@
 import { Client } from "../../sdk/client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
+import { loadHttpClient, loadSseClient } from "../../sdk/load_http_client.ts";
 
 /**
- * The SDK's HTTP client transports, imported on the first connection: loading them (with the OAuth
- * schemas they build) took ~8 ms of every `pml stdio` start before the first `tools/list`, remote
- * servers declared or not (docs/speed.md). Bare specifiers, so that the bundle imports them on
- * demand too.
+ * The SDK's HTTP client transports, imported on the first connection (`load_http_client.ts`),
+ * remote servers declared or not.
  */
-async function loadTransports(): Promise<{
-  StreamableHTTPClientTransport:
-    typeof import("../../sdk/http_client.ts").StreamableHTTPClientTransport;
-  SSEClientTransport: typeof import("../../sdk/sse_client.ts").SSEClientTransport;
-}> {
-  const [http, sse] = await Promise.all([
-    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
-    import("@modelcontextprotocol/sdk/client/sse.js"),
-  ]);
+async function loadTransports() {
+  const [http, sse] = await Promise.all([loadHttpClient(), loadSseClient()]);
   return {
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
     SSEClientTransport: sse.SSEClientTransport,
