@@ -1,4 +1,5 @@
 import type { CallToolResult } from "../../sdk/types.ts";
+import { checkToolResult } from "../../sdk/tool_result.ts";
 import { answerError, stoppedError, timeoutError } from "../call_errors.ts";
 import { ToolResultShape } from "../target.ts";
 
@@ -22,7 +23,7 @@ export interface PostCallOptions {
   /** Bound on the call, reset by each progress notification. */
   readonly timeoutMs: number;
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
-  /** Checks the result (default {@link ToolResultShape}); what it throws, the call throws. */
+  /** Checks the result (default {@link checkedOrShaped}); what it throws, the call throws. */
   readonly resultSchema?: { parse(value: unknown): unknown };
 }
 
@@ -30,8 +31,8 @@ let lastId = 0;
 
 /**
  * One `tools/call` as one POST on an open Streamable HTTP session, read as the SDK's client
- * would: a JSON answer or an SSE stream (progress, then the answer), the result checked against
- * {@link ToolResultShape} (or `opts.resultSchema`), a JSON-RPC error thrown as the SDK would
+ * would: a JSON answer or an SSE stream (progress, then the answer), the result checked by
+ * {@link checkedOrShaped} (or `opts.resultSchema`), a JSON-RPC error thrown as the SDK would
  * (`call_errors.ts`), an HTTP error as `session.httpError`, the timeout or the signal as an
  * `McpError` (`RequestTimeout`) after `notifications/cancelled` is sent. The SDK's
  * `Client.request` costs ~150 µs of CPU more per call (its protocol layer, a message schema and
@@ -100,7 +101,7 @@ export async function postToolCall(
       throw new Error(`its answer to tools/call held no response to it (content type "${type}")`);
     }
     if ("error" in answer) throw answerError(answer.error);
-    return (opts.resultSchema ?? ToolResultShape).parse(answer.result) as CallToolResult;
+    return (opts.resultSchema ?? checkedOrShaped).parse(answer.result) as CallToolResult;
   } catch (err) {
     if (!stop.signal.aborted) throw err;
     const reason = stop.signal.reason;
@@ -119,6 +120,16 @@ export async function postToolCall(
     opts.signal?.removeEventListener("abort", onAbort);
   }
 }
+
+/**
+ * The default check of a result: against the SDK's whole `CallToolResultSchema`, once, here
+ * (`sdk/tool_result.ts`: the gateway's MCP server sends that object on without parsing it again);
+ * a result that does not conform is passed on checked only for `content` ({@link ToolResultShape}),
+ * and the gateway's MCP server refuses it with the SDK's own error, as it did before.
+ */
+const checkedOrShaped = {
+  parse: (value: unknown): unknown => checkToolResult(value) ?? ToolResultShape.parse(value),
+};
 
 type Answer = { result: unknown } | { error: { code: number; message: string; data?: unknown } };
 

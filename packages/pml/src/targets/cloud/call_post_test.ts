@@ -13,6 +13,7 @@ import {
   UrlElicitationRequiredError,
 } from "../../sdk/types.ts";
 import { assert, assertEquals, assertRejects } from "../../testing/assert.ts";
+import { isCheckedToolResult } from "../../sdk/tool_result.ts";
 import { CloudClient } from "./cloud_client.ts";
 
 const SIGN_IN = {
@@ -176,6 +177,30 @@ Deno.test("CloudClient.callTool: an answer that holds no response to the call is
   try {
     const err = await assertRejects(() => client.callTool("ns__a", {}));
     assert(String(err).includes("held no response to it"), String(err));
+  } finally {
+    await client.close();
+  }
+});
+
+Deno.test("CloudClient.callTool: a result is checked against the SDK's whole schema once, as it arrives; one that does not conform is passed on unmarked", async () => {
+  await using mcp = startMcp({ json: true });
+  const odd = { content: [{ type: "text" }], extra: 1 }; // a text block without its text
+  const client = new CloudClient({
+    cloudUrl: mcp.url,
+    apiKey: "k",
+    fetch: async (url, init) => {
+      const body = typeof init?.body === "string" ? JSON.parse(init.body) : undefined;
+      return body?.params?.name === "odd"
+        ? Response.json({ jsonrpc: "2.0", id: body.id, result: odd })
+        : await fetch(url, init);
+    },
+  });
+  try {
+    const conforming = await client.callTool("ns__a", {});
+    assert(isCheckedToolResult(conforming));
+    const other = await client.callTool("odd", {});
+    assertEquals(other, odd);
+    assert(!isCheckedToolResult(other));
   } finally {
     await client.close();
   }
