@@ -38,6 +38,18 @@ export function isJsonRpcEnvelope(value: unknown): value is JSONRPCMessage {
     (value as { jsonrpc?: unknown }).jsonrpc === "2.0";
 }
 
+/** Requests a transport parsed with the SDK's `JSONRPCRequestSchema` ({@link markRequest}). */
+const parsedRequests = new WeakSet<object>();
+
+/**
+ * Marks `request`, as the SDK's `JSONRPCRequestSchema` returned it, as one: {@link
+ * RequestFirstServer} hands it to the protocol layer without running that schema a second time.
+ */
+export function markRequest(request: JSONRPCRequest): JSONRPCRequest {
+  parsedRequests.add(request);
+  return request;
+}
+
 /** The error the SDK's protocol layer reports for a JSON-RPC object that is no message it knows. */
 export function isUnsortedMessageError(err: Error): boolean {
   return err.message.startsWith("Unknown message type: ");
@@ -95,7 +107,9 @@ export class RequestFirstServer extends Server {
       const sdkSorts = transport.onmessage!;
       const onrequest = (this as unknown as SdkProtocol)._onrequest.bind(this);
       transport.onmessage = (message, extra) =>
-        isJSONRPCRequest(message) ? onrequest(message, extra) : sdkSorts(message, extra);
+        parsedRequests.has(message) || isJSONRPCRequest(message)
+          ? onrequest(message as JSONRPCRequest, extra)
+          : sdkSorts(message, extra);
       return start();
     };
     await super.connect(transport);
