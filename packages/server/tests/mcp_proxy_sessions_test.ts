@@ -223,6 +223,9 @@ for (const sse of [false, true]) {
         assert.equal(failed.isError, true);
         assert.equal(failed.structuredContent.code, "UPSTREAM_ERROR");
         assert.match(failed.structuredContent.message, /refused with Bearer \[redacted\]/);
+        // The upstream's MCP error, prefixed once (its SDK sent the prefix, the client added one).
+        assert.match(failed.structuredContent.message, /: MCP error -32602: refused with /);
+        assert.equal(failed.structuredContent.message.match(/MCP error/g)?.length, 1);
         assert.ok(!JSON.stringify(failed).includes("SECRET"), JSON.stringify(failed));
         const next = await callTool(alice, "counting__echo", { message: "then" });
         assert.equal(next.content[0]?.text, "then (session 1)");

@@ -6,7 +6,13 @@
 import { join } from "node:path";
 import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
-import { ElicitRequestSchema, ErrorCode, McpError } from "../sdk/types.ts";
+import {
+  ElicitRequestSchema,
+  ErrorCode,
+  McpError,
+  UrlElicitationRequiredError,
+} from "../sdk/types.ts";
+import { answerError } from "../targets/call_errors.ts";
 import { createAuditLog } from "../audit/audit.ts";
 import { Approvals } from "../permission/approvals.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
@@ -15,7 +21,7 @@ import { createGateway } from "./create_gateway.ts";
 import { Gateway } from "./gateway.ts";
 import { createMcpServer } from "./mcp_server.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../testing/assert.ts";
-import { tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
+import { type TempWorkspace, tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
 
 const PERMS = {
   approvals: "agent",
@@ -237,9 +243,9 @@ Deno.test("no API key: a server tool says the key is missing, before any questio
   }
 });
 
-Deno.test("an MCP error from further away (a meta tool, the cloud's client) reaches the client with one prefix", async () => {
-  await using ws = tempWorkspace(PERMS);
-  const gateway = new Gateway({
+/** A gateway whose one meta tool `pml:search` throws what `fail` throws (as the cloud's client). */
+function gatewayThrowing(ws: TempWorkspace, fail: () => never): Gateway {
+  return new Gateway({
     permissions: new PermissionStore(testConfig(ws).permissions, join(ws.dir, ".pml.json")),
     approvals: new Approvals(),
     routing: createRoutingResolver(),
@@ -249,14 +255,44 @@ Deno.test("an MCP error from further away (a meta tool, the cloud's client) reac
       id: "pml:search",
       description: "throws what the cloud's client throws",
       inputSchema: { type: "object" },
-      run: () => {
-        throw new McpError(ErrorCode.InvalidParams, "Invalid arguments for tool pml:search");
-      },
+      run: fail,
     }],
+  });
+}
+
+Deno.test("an MCP error from further away (a meta tool, the cloud's client) reaches the client with one prefix", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const gateway = gatewayThrowing(ws, () => {
+    throw new McpError(ErrorCode.InvalidParams, "Invalid arguments for tool pml:search");
   });
   await using client = await clientWith(gateway);
   const err = await assertRejects(() => client.callTool({ name: "pml__search", arguments: {} }));
   const message = (err as Error).message;
   assertEquals(message, "MCP error -32602: Invalid arguments for tool pml:search");
   assertEquals((err as McpError).code, ErrorCode.InvalidParams);
+});
+
+Deno.test("a -32042 from further away reaches the client as the SDK's UrlElicitationRequiredError, its elicitations kept, with one prefix", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const signIn = {
+    mode: "url" as const,
+    elicitationId: "e1",
+    url: "https://example.com/sign-in",
+    message: "Sign in first",
+  };
+  const gateway = gatewayThrowing(ws, () => {
+    // The SDK's Server sent its error's message, prefix included; the client prefixed it again
+    // (call_errors.ts `answerError`, as the SDK's Client.request: call_post_test.ts).
+    throw answerError({
+      code: ErrorCode.UrlElicitationRequired,
+      message: new UrlElicitationRequiredError([signIn]).message,
+      data: { elicitations: [signIn] },
+    });
+  });
+  await using client = await clientWith(gateway);
+  const err = await assertRejects(() => client.callTool({ name: "pml__search", arguments: {} }));
+  assert(err instanceof UrlElicitationRequiredError, String(err));
+  assertEquals(err.elicitations, [signIn]);
+  assertEquals(err.code, ErrorCode.UrlElicitationRequired);
+  assertEquals(err.message, "MCP error -32042: URL elicitation required");
 });

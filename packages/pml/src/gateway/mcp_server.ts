@@ -14,6 +14,7 @@ import {
   type Request,
 } from "../sdk/types.ts";
 import { isPmlError } from "../errors.ts";
+import { bareMessage } from "../targets/call_errors.ts";
 import {
   type ApprovalDecision,
   type ApprovalRequest,
@@ -174,8 +175,7 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
         if (err instanceof McpError) {
           // An McpError from further away (the cloud's client): its message already carries the
           // prefix the client will add; send the bare message with the same code.
-          const bare = err.message.replace(/^(MCP error -?\d+: )+/, "");
-          throw Object.assign(new Error(bare), { code: err.code, data: err.data });
+          throw Object.assign(new Error(bareMessage(err)), { code: err.code, data: err.data });
         }
         throw err;
       }

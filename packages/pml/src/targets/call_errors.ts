@@ -22,6 +22,17 @@ export function timeoutError(timeoutMs: number): McpError {
 }
 
 /**
+ * The message of an `McpError` without the `MCP error <code>: ` prefixes its constructor added:
+ * one on the server that threw it (the SDK's `Server` sends that message as it is), and one more
+ * on the client that turned the answer back into an `McpError` (the SDK's `Client.request` and
+ * {@link answerError} alike). Whoever passes the error on gives this message, so that the next
+ * reader's own prefix is the only one.
+ */
+export function bareMessage(error: McpError): string {
+  return error.message.replace(/^(MCP error -?\d+: )+/, "");
+}
+
+/**
  * The error a call stopped by its bound or by the caller's signal throws: the reason itself when
  * it is an `McpError` ({@link timeoutError}), else an `McpError` (`RequestTimeout`) quoting it,
  * as the SDK's `Protocol.request` does with an abort reason.

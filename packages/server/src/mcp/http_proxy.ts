@@ -13,7 +13,8 @@
 import { redact } from "./byok.ts";
 import type { ByokKeys } from "./byok.ts";
 import { errorResult } from "./results.ts";
-import type { CallToolResult } from "./sdk/types.ts";
+import { type CallToolResult, McpError } from "./sdk/types.ts";
+import { bareMessage } from "../../../pml/src/targets/call_errors.ts";
 import type { CatalogTool } from "./tool_catalog.ts";
 import type { UpstreamSessions } from "./upstream_sessions.ts";
 
@@ -51,10 +52,11 @@ export async function proxyToolCall(
     });
   } catch (error) {
     const origin = new URL(http.proxyTo).origin;
-    const message = redact(
-      `Cannot call "${tool.id}" on its MCP server ${origin}: ${(error as Error).message}`,
-      keys,
-    );
+    // An MCP error once prefixed: the upstream's SDK sent its own prefix, the client added one.
+    const why = error instanceof McpError
+      ? `MCP error ${error.code}: ${bareMessage(error)}`
+      : (error as Error).message;
+    const message = redact(`Cannot call "${tool.id}" on its MCP server ${origin}: ${why}`, keys);
     deps.log(`pml-server: ${message}`);
     return errorResult("UPSTREAM_ERROR", message, { tool: tool.id });
   }
