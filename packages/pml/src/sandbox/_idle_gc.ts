@@ -11,6 +11,20 @@
 /** How long a process must have read nothing before it collects its garbage. */
 export const IDLE_COLLECT_MS = 1_000;
 
+/** The time the collectors read and the timers they arm (a test gives its own). */
+export interface IdleClock {
+  /** Milliseconds, monotonic. */
+  now(): number;
+  /** Runs `fn` once, `ms` from now, without keeping the process alive. */
+  after(ms: number, fn: () => void): void;
+}
+
+/** The process's clock and unref'd timers. */
+export const PROCESS_CLOCK: IdleClock = {
+  now: () => performance.now(),
+  after: (ms, fn) => Deno.unrefTimer(setTimeout(fn, ms)),
+};
+
 /**
  * A function to call on each message read: once {@link IDLE_COLLECT_MS} pass without another, it
  * runs one full collection. `undefined` when `gc` is not exposed. One timer at a time, re-armed at
@@ -19,23 +33,24 @@ export const IDLE_COLLECT_MS = 1_000;
  */
 export function idleCollector(
   gc = (globalThis as { gc?: () => void }).gc,
+  clock: IdleClock = PROCESS_CLOCK,
 ): (() => void) | undefined {
   if (!gc) return undefined;
   let last = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let armed = false;
   const arm = (ms: number) => {
-    const t = timer = setTimeout(check, ms);
-    Deno.unrefTimer(t);
+    armed = true;
+    clock.after(ms, check);
   };
   const check = () => {
-    const quiet = performance.now() - last;
+    const quiet = clock.now() - last;
     if (quiet < IDLE_COLLECT_MS) return arm(IDLE_COLLECT_MS - quiet);
-    timer = undefined;
+    armed = false;
     gc();
   };
   return () => {
-    last = performance.now();
-    if (timer === undefined) arm(IDLE_COLLECT_MS);
+    last = clock.now();
+    if (!armed) arm(IDLE_COLLECT_MS);
   };
 }
 
@@ -66,10 +81,11 @@ export const COLLECT_AFTER_LARGE_MS: readonly number[] = [250, 2_000];
  */
 export function largeMessageCollector(
   gc = (globalThis as { gc?: (options?: unknown) => void }).gc,
+  clock: IdleClock = PROCESS_CLOCK,
 ): (() => void) | undefined {
   const collect = memoryReducingGc(gc);
   if (!collect) return undefined;
   return () => {
-    for (const ms of COLLECT_AFTER_LARGE_MS) Deno.unrefTimer(setTimeout(collect, ms));
+    for (const ms of COLLECT_AFTER_LARGE_MS) clock.after(ms, collect);
   };
 }
