@@ -243,7 +243,7 @@ export class Gateway {
       invalidArguments(toolId, `its arguments must be a JSON object, got ${JSON.stringify(args)}`);
     const meta = this.#meta.get(toolId);
     if (meta) return isObject(args) ? await meta.run(args, channel) : notObject();
-    const found = await this.#targetFor(toolId);
+    const found = this.#targetNow(toolId) ?? await this.#targetFor(toolId);
     if (!found) throw unknownTool(name, toolId);
     if (!isObject(args)) return notObject();
     const decision = this.#deps.permissions.check(toolId);
@@ -343,6 +343,21 @@ export class Gateway {
       }
     }
     return unavailable ? { unavailable } : undefined;
+  }
+
+  /**
+   * What {@link Gateway.#targetFor} finds, when every target up to the one that runs `toolId`
+   * knows it without waiting (`Target.providesNow`); `undefined` when one of them cannot tell.
+   */
+  #targetNow(toolId: string): { target: Target } | undefined {
+    try {
+      for (const target of this.#deps.targets) {
+        const now = target.providesNow?.(toolId);
+        if (now === undefined) return undefined;
+        if (now) return { target };
+      }
+    } catch { /* `#targetFor` tells what went wrong */ }
+    return undefined;
   }
 
   /**

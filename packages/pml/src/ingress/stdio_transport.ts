@@ -1,4 +1,3 @@
-import { Buffer } from "node:buffer";
 import type { Transport } from "../sdk/transport.ts";
 import type { JSONRPCMessage } from "../sdk/types.ts";
 import { isJsonRpcEnvelope } from "../sdk/incoming.ts";
@@ -13,6 +12,19 @@ export const LARGE_MESSAGE_BYTES = 8 * 1024 * 1024;
 const READ_CHUNK_BYTES = 64 * 1024;
 
 const encoder = new TextEncoder();
+/** Lines are cut at a newline byte, never inside a character; a BOM is kept, as text, as it came. */
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
+
+/** The bytes of `pieces` (`total` long) in one array. */
+function concat(pieces: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.length;
+  }
+  return out;
+}
 
 /**
  * The process's stdin and stdout as plain reads and writes. Writes are synchronous, as Node's
@@ -89,7 +101,7 @@ export class LineStdioTransport implements Transport {
   /** Runs on every chunk read (the idle collector of `pml stdio` watches for quiet). */
   onread?: () => void;
 
-  #pieces: Buffer[] = [];
+  #pieces: Uint8Array[] = [];
   #pending = 0;
   #overflow: { bytes: number; prefix: string } | null = null;
   #started = false;
@@ -116,9 +128,9 @@ export class LineStdioTransport implements Transport {
     private readonly raw: RawStdio = PROCESS_STDIO,
   ) {}
 
-  #onData = (chunk: Buffer | string) => {
+  #onData = (chunk: Uint8Array | string) => {
     this.onread?.();
-    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    const bytes = typeof chunk === "string" ? encoder.encode(chunk) : chunk;
     let start = 0;
     while (start <= bytes.length) {
       const nl = bytes.indexOf(10, start);
@@ -134,17 +146,18 @@ export class LineStdioTransport implements Transport {
   /** The client went away: the transport closes, as it does at the end of a raw read. */
   #onEnd = () => void this.close();
 
-  #take(part: Buffer): void {
+  #take(part: Uint8Array): void {
     if (part.length === 0) return;
     if (this.#overflow) {
       this.#overflow.bytes += part.length;
       return;
     }
     if (this.#pending + part.length > this.maxMessageBytes) {
-      const head = Buffer.concat([...this.#pieces, part.subarray(0, ID_PREFIX_BYTES)]);
+      const start = [...this.#pieces, part.subarray(0, ID_PREFIX_BYTES)];
+      const head = concat(start, start.reduce((n, p) => n + p.length, 0));
       this.#overflow = {
         bytes: this.#pending + part.length,
-        prefix: head.subarray(0, ID_PREFIX_BYTES).toString("utf8"),
+        prefix: decoder.decode(head.subarray(0, ID_PREFIX_BYTES)),
       };
       this.#pieces = [];
       this.#pending = 0;
@@ -167,13 +180,11 @@ export class LineStdioTransport implements Transport {
       } as unknown as JSONRPCMessage).catch(() => {});
       return;
     }
-    const line = this.#pieces.length === 1
-      ? this.#pieces[0]
-      : Buffer.concat(this.#pieces, this.#pending);
+    const line = this.#pieces.length === 1 ? this.#pieces[0] : concat(this.#pieces, this.#pending);
     this.#pieces = [];
     this.#pending = 0;
     if (line.length >= LARGE_MESSAGE_BYTES) this.afterLargeMessage();
-    const text = line.toString("utf8").replace(/\r$/, "");
+    const text = decoder.decode(line).replace(/\r$/, "");
     if (text.trim() === "") return;
     let message: unknown;
     try {
@@ -210,7 +221,7 @@ export class LineStdioTransport implements Transport {
         const n = await this.raw.read(buf);
         if (n === null || this.#closed) break;
         // A copy: the pieces of a line outlive this read, the buffer is read into again.
-        this.#onData(Buffer.from(buf.subarray(0, n)));
+        this.#onData(buf.slice(0, n));
       }
     } catch (err) {
       if (!this.#closed) this.onerror?.(err as Error);

@@ -75,6 +75,20 @@ Deno.test("stdio transport: bad JSON and non-JSON-RPC lines reach onerror, nothi
   await h.transport.close();
 });
 
+Deno.test("stdio transport: characters cut between chunks arrive whole; a line starting with a BOM is not JSON", async () => {
+  const h = harness(1000);
+  await h.transport.start();
+  const message = { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "é€😀\u2028" } };
+  const bytes = new TextEncoder().encode(JSON.stringify(message) + "\n");
+  for (let i = 0; i < bytes.length; i++) h.stdin.write(bytes.subarray(i, i + 1));
+  h.stdin.write("\uFEFF" + JSON.stringify({ jsonrpc: "2.0", id: 5, method: "ping" }) + "\n");
+  await flush();
+  assertEquals(h.messages, [message]);
+  assertEquals(h.errors.length, 1);
+  assert(h.errors[0] instanceof SyntaxError, "the BOM stays part of the line, as it came");
+  await h.transport.close();
+});
+
 Deno.test("stdio transport: the request id is read from the start of an oversized line when present", () => {
   assertEquals(idFromPrefix('{"jsonrpc":"2.0","id":42,"method":"tools/call","params":'), 42);
   assertEquals(idFromPrefix('{"id":"a\\"b","jsonrpc":"2.0"'), 'a"b');

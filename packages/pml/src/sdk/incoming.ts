@@ -1,3 +1,4 @@
+import { commonCallToolRequest, isCommonRequest } from "./common_shapes.ts";
 import { Server } from "./server.ts";
 import { isCheckedToolResult } from "./tool_result.ts";
 import type { Transport } from "./transport.ts";
@@ -64,10 +65,12 @@ export function isUnsortedMessageError(err: Error): boolean {
  *
  * Its `tools/call` handler is the SDK `Server`'s wrapper less two parses: the request is parsed
  * with `CallToolRequestSchema` once, by the protocol layer (whose parse, of the same schema, runs
- * first and fails first: the wrapper's second parse of its output could not fail), and a result
- * {@link isCheckedToolResult} (a stdio dependency's, or an upstream's in pml-server, parsed with
- * the whole `CallToolResultSchema` as it arrived) is sent as it is. Every other result is checked
- * as the SDK does, same error.
+ * first and fails first: the wrapper's second parse of its output could not fail; a call of the
+ * common shape gets that parse's output from `commonCallToolRequest`, and a request of the common
+ * shape is sorted by `isCommonRequest`, exact shortcuts of the SDK's schemas: `common_shapes.ts`),
+ * and a result {@link isCheckedToolResult} (a stdio dependency's, or an upstream's in pml-server,
+ * checked against the whole `CallToolResultSchema` as it arrived) is sent as it is. Every other
+ * result is checked as the SDK does, same error.
  */
 export class RequestFirstServer extends Server {
   override setRequestHandler<T extends AnyObjectSchema>(
@@ -80,23 +83,31 @@ export class RequestFirstServer extends Server {
     if (schema !== (CallToolRequestSchema as AnyObjectSchema)) {
       return super.setRequestHandler(schema, handler);
     }
-    // The protocol layer's own registration (it parses with `schema`), under the SDK Server's.
+    const wrapper = async (
+      request: SchemaOutput<T> & { params: { task?: unknown } },
+      extra: Extra,
+    ) => {
+      const result = await handler(request, extra);
+      if (request.params.task) {
+        return parsedOrThrow(CreateTaskResultSchema, result, "task creation");
+      }
+      if (isCheckedToolResult(result)) return result;
+      return parsedOrThrow(CallToolResultSchema, result, "tools/call");
+    };
+    // The protocol layer's own registration (it parses with `schema`), under the SDK Server's;
+    // a call of the common shape gets the same output from `commonCallToolRequest`.
     const protocolSetRequestHandler = Object.getPrototypeOf(Server.prototype).setRequestHandler;
-    protocolSetRequestHandler.call(
-      this,
-      schema,
-      async (
-        request: SchemaOutput<T> & { params: { task?: unknown } },
-        extra: Extra,
-      ) => {
-        const result = await handler(request, extra);
-        if (request.params.task) {
-          return parsedOrThrow(CreateTaskResultSchema, result, "task creation");
-        }
-        if (isCheckedToolResult(result)) return result;
-        return parsedOrThrow(CallToolResultSchema, result, "tools/call");
-      },
-    );
+    protocolSetRequestHandler.call(this, schema, wrapper);
+    const handlers = (this as unknown as SdkProtocol)._requestHandlers;
+    const sdkParses = handlers.get("tools/call")!;
+    handlers.set("tools/call", (request, extra) => {
+      const common = commonCallToolRequest(request);
+      return common
+        ? Promise.resolve(
+          wrapper(common as SchemaOutput<T> & { params: { task?: unknown } }, extra as Extra),
+        )
+        : sdkParses(request, extra);
+    });
   }
 
   override async connect(transport: Transport): Promise<void> {
@@ -107,7 +118,7 @@ export class RequestFirstServer extends Server {
       const sdkSorts = transport.onmessage!;
       const onrequest = (this as unknown as SdkProtocol)._onrequest.bind(this);
       transport.onmessage = (message, extra) =>
-        parsedRequests.has(message) || isJSONRPCRequest(message)
+        parsedRequests.has(message) || isCommonRequest(message) || isJSONRPCRequest(message)
           ? onrequest(message as JSONRPCRequest, extra)
           : sdkSorts(message, extra);
       return start();
@@ -130,4 +141,5 @@ function parsedOrThrow(schema: unknown, result: unknown, what: string): unknown 
 /** The SDK protocol layer's handler of one request (private in its types, pinned SDK version). */
 interface SdkProtocol {
   _onrequest(request: JSONRPCRequest, extra: unknown): void;
+  _requestHandlers: Map<string, (request: JSONRPCRequest, extra: unknown) => Promise<unknown>>;
 }

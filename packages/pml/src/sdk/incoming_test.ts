@@ -144,3 +144,55 @@ Deno.test("request-first server: a result checked as it arrived is not parsed ag
   assertEquals(refusals[0], refusals[1]);
   assertEquals(refusals[0].includes("Invalid tools/call result: "), true);
 });
+
+/** Raw JSON-RPC lines to `server`: what its tools/call handler got and what came back, in order. */
+async function rawExchange(server: Server, messages: unknown[]) {
+  const got: unknown[] = [];
+  server.setRequestHandler(CallToolRequestSchema, (request) => {
+    got.push(request);
+    return { content: [{ type: "text", text: "ok" }] };
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const answers: unknown[] = [];
+  clientSide.onmessage = (m) => answers.push(m);
+  await server.connect(serverSide);
+  await clientSide.start();
+  for (const m of messages) await clientSide.send(m as never);
+  for (let i = 0; i < 20 && answers.length < messages.length; i++) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await clientSide.close();
+  return { got, answers };
+}
+
+Deno.test("request-first server: what reaches tools/call and what is answered is the SDK Server's, for common and odd calls", async () => {
+  const call = (id: unknown, params: unknown, extra: Record<string, unknown> = {}) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params,
+    ...extra,
+  });
+  const messages = [
+    call(1, { name: "a", arguments: { x: [1], y: { z: "é" } } }),
+    call("s", { arguments: {}, name: "b", _meta: { progressToken: 7 } }),
+    call(3, { name: "c", _meta: { progressToken: "t", other: 1 } }),
+    call(4, { name: "d", extra: "stripped by the schema" }),
+    call(5, { name: "e", arguments: [] }),
+    call(6, { name: 6 }),
+    call(7, { name: "g" }, { extra: "not a request: strict envelope" }),
+    call(8, JSON.parse('{"name":"h","arguments":{"__proto__":{"p":1},"q":2}}')),
+    call(1.5, { name: "i" }),
+  ];
+  const ours = await rawExchange(make(), messages);
+  const sdk = await rawExchange(make(true), messages);
+  assertEquals(ours.answers.length, sdk.answers.length);
+  assertEquals(JSON.stringify(ours.answers), JSON.stringify(sdk.answers));
+  assertEquals(ours.got.length, 5); // ids 1, "s", 3, 4 and 8: the others are refused
+  assertEquals(JSON.stringify(ours.got), JSON.stringify(sdk.got));
+  // Prototypes too: the arguments with `__proto__` reach the handler as the SDK's parse made them.
+  assertEquals(
+    ours.got.map((r) => Object.getPrototypeOf((r as { params: object }).params)),
+    sdk.got.map((r) => Object.getPrototypeOf((r as { params: object }).params)),
+  );
+});

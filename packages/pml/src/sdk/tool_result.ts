@@ -1,3 +1,4 @@
+import { commonToolResult } from "./common_shapes.ts";
 import { type CallToolResult, CallToolResultSchema } from "./types.ts";
 
 /**
@@ -10,9 +11,16 @@ const checked = new WeakSet<object>();
 
 /**
  * Checks what a server sent as a tool's result against the SDK's `CallToolResultSchema`: the
- * parsed result (marked as checked), or `undefined` when it does not conform.
+ * parsed result (marked as checked), or `undefined` when it does not conform. A result of the
+ * common shape (text blocks, structured content) gets the schema's output from
+ * `commonToolResult` without running it (`common_shapes.ts`).
  */
 export function checkToolResult(value: unknown): CallToolResult | undefined {
+  const common = commonToolResult(value);
+  if (common) {
+    checked.add(common);
+    return common;
+  }
   const parsed = CallToolResultSchema.safeParse(value);
   if (!parsed.success) return undefined;
   checked.add(parsed.data);

@@ -95,6 +95,12 @@ export interface Target {
   listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]>;
   /** True when this target runs `toolId`. */
   provides(toolId: string): Promise<boolean>;
+  /**
+   * What {@link Target.provides} answers, when the target knows it without waiting (nothing to
+   * load, nothing that can fail); `undefined` when only `provides` can tell. The gateway finds a
+   * warm call's target without a turn of the event loop.
+   */
+  providesNow?(toolId: string): boolean | undefined;
   call(call: ToolCall, ctx: CallContext): Promise<CallToolResult>;
   /**
    * What the question about an `ask` tool should also say (and cover), see {@link Preflight}; or

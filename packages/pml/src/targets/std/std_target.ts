@@ -135,8 +135,12 @@ export class StdTarget implements Target {
   }
 
   provides(toolId: string): Promise<boolean> {
+    return Promise.resolve(this.providesNow(toolId));
+  }
+
+  providesNow(toolId: string): boolean {
     const [ns, action] = toolId.split(":");
-    return Promise.resolve(metaOf(ns, action) !== undefined);
+    return metaOf(ns, action) !== undefined;
   }
 
   /**

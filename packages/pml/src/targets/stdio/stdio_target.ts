@@ -162,15 +162,18 @@ export class StdioTarget implements Target {
   }
 
   provides(toolId: string): Promise<boolean> {
+    const now = this.providesNow(toolId);
+    return now === undefined ? this.#provides(toolId, toolId.indexOf(":")) : Promise.resolve(now);
+  }
+
+  /** Answered from metadata known without waiting (loaded, not expired) with a declared list. */
+  providesNow(toolId: string): boolean | undefined {
     const colon = toolId.indexOf(":");
-    // Metadata known without waiting (loaded, not expired) and a declared list: answered now.
     const known = this.#d.source.peek?.(toolId.slice(0, colon));
-    if (known === null) return Promise.resolve(false);
-    if (known?.tools.length) {
-      const action = toolId.slice(colon + 1);
-      return Promise.resolve(known.tools.some((t) => t.action === action));
-    }
-    return this.#provides(toolId, colon);
+    if (known === null) return false;
+    if (!known?.tools.length) return undefined;
+    const action = toolId.slice(colon + 1);
+    return known.tools.some((t) => t.action === action);
   }
 
   async #provides(toolId: string, colon: number): Promise<boolean> {
