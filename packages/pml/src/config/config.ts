@@ -174,7 +174,9 @@ export function parsePmlFile(
   } catch (err) {
     throw new PmlError("CONFIG_INVALID", `Invalid ${path}: ${(err as Error).message}`);
   }
-  const parsed = PmlFileSchema.safeParse(expanded);
+  // zod's reference path, not its compiled one: compiling an object's parser (`new Function`) pays
+  // from the second parse on, and a process parses `.pml.json` once (~1.5 ms of the start saved).
+  const parsed = PmlFileSchema.safeParse(expanded, { jitless: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue.path.length ? issue.path.join(".") : "(top level)";

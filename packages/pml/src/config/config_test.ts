@@ -4,6 +4,7 @@ import { PmlError } from "../errors.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 import { DEFAULT_PERMISSIONS } from "./defaults.ts";
 import { loadConfig } from "./config.ts";
+import { PmlFileSchema } from "./schema.ts";
 import { denoLaunch } from "../deps/launch.ts";
 import { PrivateMcpSource } from "../deps/sources.ts";
 import { resolveWorkspace } from "./workspace.ts";
@@ -225,5 +226,59 @@ Deno.test("config: plain http stays allowed on loopback, https anywhere", async 
     const c = loadConfig({ env: { PML_WORKSPACE: ws.dir }, cwd: ws.dir, home: ws.home });
     assertEquals(c.cloudUrl, url);
     assertEquals(c.registries, [url]);
+  }
+});
+
+Deno.test("config: .pml.json is checked on zod's reference path (jitless), accepting and refusing exactly as its compiled parser", () => {
+  const cases: unknown[] = [
+    {},
+    { permissions: { allow: ["filesystem", "json:*"], ask: [], deny: ["shell:exec"] } },
+    { permissions: { allow: ["bad pattern"] } },
+    { permissions: { allow: [], extra: 1 } },
+    { permissions: "all" },
+    { port: 4242, approvals: "agent", notify: "desktop", version: 1 },
+    { port: 0 },
+    { port: "4242" },
+    { port: 4242.5 },
+    { cloudUrl: "https://pml.example" },
+    { cloudUrl: "not a url" },
+    { registries: ["https://r.example", 42] },
+    { env: ["TAVILY_API_KEY", "1BAD"] },
+    { lockfile: { maxAgeDays: 0 } },
+    { lockfile: { maxAgeDays: -1, other: true } },
+    {
+      sandbox: {
+        read: ["docs"],
+        net: ["api.example.com:443", "[::1]:8080"],
+        sshAgent: true,
+        unconfined: false,
+      },
+    },
+    { sandbox: { net: ["http://api.example.com"] } },
+    { sandbox: { deny: "secrets" } },
+    {
+      private_mcps: {
+        a: { type: "stdio", install: { command: "node", args: ["x.js"] }, extra: "kept" },
+        b: { type: "http", proxyTo: "https://h.example/mcp", headers: { A: "{KEY}" } },
+        c: { type: "deno", module: "tools/c.ts", permissions: { net: ["bad host!"] } },
+      },
+    },
+    { private_mcps: { d: { type: "python" } } },
+    { private_mcps: [] },
+    { unknownKey: true },
+    { __proto__: { permissions: { allow: ["*"] } } },
+    JSON.parse('{"__proto__": {"x": 1}, "port": 1}'),
+    { constructor: { prototype: {} } },
+    [],
+    null,
+    "text",
+  ];
+  for (const value of cases) {
+    const compiled = PmlFileSchema.safeParse(value);
+    const reference = PmlFileSchema.safeParse(value, { jitless: true });
+    const what = JSON.stringify(value);
+    assertEquals(reference.success, compiled.success, what);
+    assertEquals(reference.data, compiled.data, what);
+    assertEquals(reference.error?.issues, compiled.error?.issues, what);
   }
 });
