@@ -4,7 +4,7 @@ import { trustContent } from "../config/trust_store.ts";
 import { saveApiKey } from "../config/credentials.ts";
 import { DEFAULT_CLOUD_URL, DEFAULT_PERMISSIONS, DEFAULT_PORT } from "../config/defaults.ts";
 import { readJsonObject, writeFileAtomic } from "../config/write_json.ts";
-import { PermissionsSchema } from "../config/schema.ts";
+import { pmlSchemas } from "../config/schema.ts";
 import { type ResolvedWorkspace, resolveWorkspace } from "../config/workspace.ts";
 import { PmlError } from "../errors.ts";
 import { checkPermission } from "../permission/patterns.ts";
@@ -53,7 +53,7 @@ export const PURE_SERVER_TOOLS = ["json", "math", "text", "pml:search"] as const
  * the field is invalid: loading the file says so.
  */
 function askedOf(permissions: unknown, wanted: readonly string[]): string[] {
-  const parsed = PermissionsSchema.safeParse(permissions ?? DEFAULT_PERMISSIONS);
+  const parsed = pmlSchemas().PermissionsSchema.safeParse(permissions ?? DEFAULT_PERMISSIONS);
   if (!parsed.success) return [];
   // A namespace stands for its tools: `json` is checked as `json:<any action>`.
   const id = (w: string) => w.includes(":") ? w : `${w}:any`;

@@ -7,7 +7,7 @@ import {
   DEFAULT_PERMISSIONS,
   DEFAULT_PORT,
 } from "./defaults.ts";
-import { type PmlFile, PmlFileSchema, type PrivateMcp } from "./schema.ts";
+import { type PmlFile, pmlSchemas, type PrivateMcp } from "./schema.ts";
 import { readApiKey } from "./credentials.ts";
 import { within } from "./control_files.ts";
 import { byokValues } from "./dotenv.ts";
@@ -176,7 +176,7 @@ export function parsePmlFile(
   }
   // zod's reference path, not its compiled one: compiling an object's parser (`new Function`) pays
   // from the second parse on, and a process parses `.pml.json` once (~1.5 ms of the start saved).
-  const parsed = PmlFileSchema.safeParse(expanded, { jitless: true });
+  const parsed = pmlSchemas().PmlFileSchema.safeParse(expanded, { jitless: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue.path.length ? issue.path.join(".") : "(top level)";

@@ -4,7 +4,7 @@ import { PmlError } from "../errors.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 import { DEFAULT_PERMISSIONS } from "./defaults.ts";
 import { loadConfig } from "./config.ts";
-import { PmlFileSchema } from "./schema.ts";
+import { pmlSchemas } from "./schema.ts";
 import { denoLaunch } from "../deps/launch.ts";
 import { PrivateMcpSource } from "../deps/sources.ts";
 import { resolveWorkspace } from "./workspace.ts";
@@ -273,6 +273,7 @@ Deno.test("config: .pml.json is checked on zod's reference path (jitless), accep
     null,
     "text",
   ];
+  const { PmlFileSchema } = pmlSchemas();
   for (const value of cases) {
     const compiled = PmlFileSchema.safeParse(value);
     const reference = PmlFileSchema.safeParse(value, { jitless: true });
