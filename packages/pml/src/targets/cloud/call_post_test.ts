@@ -15,6 +15,7 @@ import {
 import { assert, assertEquals, assertRejects } from "../../testing/assert.ts";
 import { isCheckedToolResult } from "../../sdk/tool_result.ts";
 import { CloudClient } from "./cloud_client.ts";
+import { CallBounds } from "./call_post.ts";
 
 const SIGN_IN = {
   mode: "url" as const,
@@ -204,4 +205,21 @@ Deno.test("CloudClient.callTool: a result is checked against the SDK's whole sch
   } finally {
     await client.close();
   }
+});
+
+Deno.test("CallBounds: a bound shorter than those in flight ends first; an ended one never expires", async () => {
+  const bounds = new CallBounds();
+  const expired: string[] = [];
+  const long = bounds.start(60_000, () => expired.push("long"));
+  const ended = bounds.start(10, () => expired.push("ended"));
+  bounds.end(ended);
+  let guard: ReturnType<typeof setTimeout> | undefined;
+  const outcome = await Promise.race([
+    new Promise((r) => bounds.start(50, () => r("short expired"))),
+    new Promise((r) => guard = setTimeout(() => r("the 50 ms bound was not kept"), 20_000)),
+  ]);
+  clearTimeout(guard);
+  assertEquals(outcome, "short expired");
+  assertEquals(expired, []);
+  bounds.end(long);
 });
