@@ -113,20 +113,21 @@ export class ChildTransport implements Transport {
       return Promise.reject(new NotDeliveredError(`the ${this.spec.server} server is not running`));
     }
     this.#queue.push(serializeMessage(message));
-    this.#flushing ??= this.#flush().finally(() => (this.#flushing = undefined));
-    return this.#flushing;
+    return this.#flushing ??= this.#flush();
   }
 
   async #flush(): Promise<void> {
-    while (this.#queue.length) {
-      const text = this.#queue.join("");
-      this.#queue = [];
-      try {
+    try {
+      while (this.#queue.length) {
+        const text = this.#queue.length === 1 ? this.#queue[0] : this.#queue.join("");
+        this.#queue = [];
         await this.#writer!.write(encoder.encode(text));
-      } catch (err) {
-        // The process went away before reading it (a broken pipe): nothing was delivered.
-        throw new NotDeliveredError(`the ${this.spec.server} server went away`, { cause: err });
       }
+    } catch (err) {
+      // The process went away before reading it (a broken pipe): nothing was delivered.
+      throw new NotDeliveredError(`the ${this.spec.server} server went away`, { cause: err });
+    } finally {
+      this.#flushing = undefined;
     }
   }
 
