@@ -65,7 +65,8 @@ export async function postToolCall(
   const stop = new AbortController();
   const bound = bounds.start(opts.timeoutMs, () => stop.abort(timeoutError(opts.timeoutMs)));
   const onAbort = () => stop.abort(opts.signal!.reason);
-  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  // No options object: Deno converts one on every call; the `finally` below removes it.
+  opts.signal?.addEventListener("abort", onAbort);
   try {
     const response = await session.fetch(session.url, {
       method: "POST",
