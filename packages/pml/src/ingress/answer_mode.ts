@@ -1,10 +1,12 @@
 import {
   type ClientCapabilities,
   type JSONRPCMessage,
+  type JSONRPCRequest,
   JSONRPCRequestSchema,
   type RequestId,
 } from "../sdk/types.ts";
 import { markRequest } from "../sdk/incoming.ts";
+import { isCommonRequest } from "../sdk/common_shapes.ts";
 import type { WebStandardStreamableHTTPServerTransport } from "../sdk/http_server.ts";
 import { loadHttpServer } from "../sdk/load_http_server.ts";
 
@@ -76,10 +78,16 @@ function answerModeOn(sdkTransport: typeof WebStandardStreamableHTTPServerTransp
         request.headers.get("content-type") !== "application/json"
       ) return undefined;
       // The SDK parses with `JSONRPCMessageSchema`, whose first member is this schema: a request
-      // comes out of both as the same value, and anything else goes the SDK's way.
-      const parsed = JSONRPCRequestSchema.safeParse(body);
-      if (!parsed.success || parsed.data.method === "initialize") return undefined;
-      const message = markRequest(parsed.data);
+      // comes out of both as the same value, and anything else goes the SDK's way. A request of
+      // the common shape is one without the parse (`isCommonRequest`, exact; `common_shapes.ts`).
+      let message: JSONRPCRequest;
+      if (isCommonRequest(body)) message = body as JSONRPCRequest;
+      else {
+        const parsed = JSONRPCRequestSchema.safeParse(body);
+        if (!parsed.success) return undefined;
+        message = markRequest(parsed.data);
+      }
+      if (message.method === "initialize") return undefined;
       const invalid = state.validateSession(request) ?? state.validateProtocolVersion(request);
       if (invalid) return Promise.resolve(invalid);
       const id = message.id;
