@@ -272,7 +272,7 @@ export class CloudClient {
     const timedOut = (err instanceof McpError && err.code === ErrorCode.RequestTimeout) ||
       (err instanceof DOMException && err.name === "TimeoutError");
     const reason = timedOut
-      ? `did not answer within ${Math.round(this.#timeoutMs / 1000)} s`
+      ? `did not answer within ${waitText(boundOf(err) ?? this.#callTimeoutMs)}`
       : isHttpError(err)
       ? `answered HTTP ${err.code}`
       : `is unreachable (${errorMessage(err)})`;
@@ -282,6 +282,19 @@ export class CloudClient {
       { cause: err },
     );
   }
+}
+
+/** The bound an SDK timeout error carries (`{ timeout }`: the session's or the call's). */
+function boundOf(err: unknown): number | undefined {
+  const timeout = err instanceof McpError
+    ? (err.data as { timeout?: unknown } | undefined)?.timeout
+    : undefined;
+  return typeof timeout === "number" ? timeout : undefined;
+}
+
+/** A wait for a message: whole seconds from one second on ("10 s"), else milliseconds. */
+function waitText(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
 }
 
 /** Key of a call's BYOK value: the same for the arguments and for their JSON round trip. */
