@@ -15,7 +15,7 @@ import {
 import { assert, assertEquals, assertRejects } from "../../testing/assert.ts";
 import { isCheckedToolResult } from "../../sdk/tool_result.ts";
 import { CloudClient } from "./cloud_client.ts";
-import { CallBounds } from "./call_post.ts";
+import { CallBounds } from "../call_bounds.ts";
 
 const SIGN_IN = {
   mode: "url" as const,

@@ -7,11 +7,10 @@ import {
   ProgressNotificationSchema,
 } from "../../sdk/types.ts";
 import { checkToolResult } from "../../sdk/tool_result.ts";
+import { type Bound, CallBounds } from "../call_bounds.ts";
 import { answerError, stoppedError, timeoutError } from "../call_errors.ts";
 import { ToolResultShape } from "../target.ts";
 import type { Transport } from "./_sdk_shared.ts";
-// Node's timers: Deno's global setTimeout costs more (the SDK uses Node's too).
-import { clearTimeout, setTimeout } from "node:timers";
 
 /** Options of one {@link ChildCalls.call}. */
 export interface ChildCallOptions {
@@ -24,14 +23,11 @@ interface Pending {
   readonly resolve: (result: CallToolResult) => void;
   readonly reject: (err: unknown) => void;
   readonly onprogress?: ChildCallOptions["onprogress"];
-  /** When it times out ({@link now}), after `timeoutMs`. */
-  readonly deadline: number;
-  readonly timeoutMs: number;
+  /** Its timeout, after `timeoutMs` ({@link ChildCalls.#bounds}). */
+  bound?: Bound;
   signal?: AbortSignal;
   onAbort?: () => void;
 }
-
-const now = () => performance.now();
 
 /**
  * The first id of PML's own calls: numeric (every server takes those), within 32 bits, and far
@@ -51,15 +47,14 @@ const FIRST_ID = 1_000_000_000;
  * signal as an `McpError` after `notifications/cancelled` is sent, progress relayed under the
  * call's id as token, and the transport's close failing every pending call with `ConnectionClosed`.
  * `Client.request` costs more per call (docs/speed.md, row 6a). Timeouts share one timer, armed
- * for the earliest deadline: a timer set and cleared per call cost ~12 µs of a sequential call.
+ * for the earliest deadline (`call_bounds.ts`): a timer set and cleared per call cost ~12 µs of a
+ * sequential call.
  */
 export class ChildCalls {
   readonly #transport: Transport;
   readonly #pending = new Map<number, Pending>();
   #lastId = FIRST_ID;
-  #timer?: ReturnType<typeof setTimeout>;
-  /** The deadline {@link ChildCalls.#timer} is armed for (Infinity: none). */
-  #timerAt = Infinity;
+  readonly #bounds = new CallBounds();
 
   /** Takes the transport's handlers over from the SDK client (connected already), passing on what is not ours. */
   constructor(transport: Transport) {
@@ -84,13 +79,7 @@ export class ChildCalls {
       if (signal?.aborted) return reject(signal.reason);
       const id = ++this.#lastId;
       const timeoutMs = opts.timeoutMs;
-      const pending: Pending = {
-        resolve,
-        reject,
-        onprogress: opts.onprogress,
-        deadline: now() + timeoutMs,
-        timeoutMs,
-      };
+      const pending: Pending = { resolve, reject, onprogress: opts.onprogress };
       if (signal) {
         pending.signal = signal;
         pending.onAbort = () => this.#cancel(id, signal.reason);
@@ -98,7 +87,10 @@ export class ChildCalls {
         signal.addEventListener("abort", pending.onAbort);
       }
       this.#pending.set(id, pending);
-      if (pending.deadline < this.#timerAt) this.#arm(pending.deadline);
+      pending.bound = this.#bounds.start(
+        timeoutMs,
+        () => this.#cancel(id, timeoutError(timeoutMs)),
+      );
       this.#transport.send({
         jsonrpc: "2.0",
         id,
@@ -144,11 +136,12 @@ export class ChildCalls {
     return true;
   }
 
-  /** Drops a pending call's entry and abort listener; false when it was settled already. */
+  /** Drops a pending call's entry, bound and abort listener; false when it was settled already. */
   #settle(id: number): boolean {
     const pending = this.#pending.get(id);
     if (!pending) return false;
     this.#pending.delete(id);
+    if (pending.bound) this.#bounds.end(pending.bound);
     if (pending.onAbort) pending.signal!.removeEventListener("abort", pending.onAbort);
     return true;
   }
@@ -165,31 +158,7 @@ export class ChildCalls {
     pending.reject(stoppedError(reason));
   }
 
-  /** Arms the one timer for `deadline` (sooner than the one it is armed for, if any). */
-  #arm(deadline: number): void {
-    clearTimeout(this.#timer);
-    this.#timerAt = deadline;
-    this.#timer = setTimeout(() => this.#expire(), Math.max(0, deadline - now()));
-  }
-
-  /** Times out every call past its deadline, then arms the timer for the next deadline. */
-  #expire(): void {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    const at = now();
-    let next = Infinity;
-    for (const [id, pending] of [...this.#pending]) {
-      if (pending.deadline <= at) {
-        this.#cancel(id, timeoutError(pending.timeoutMs));
-      } else if (pending.deadline < next) next = pending.deadline;
-    }
-    if (next < Infinity) this.#arm(next);
-  }
-
   #closeAll(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
     const error = new McpError(ErrorCode.ConnectionClosed, "Connection closed");
     for (const [id, pending] of [...this.#pending]) {
       this.#settle(id);
