@@ -90,15 +90,22 @@ export class ExecSandboxPool {
   prewarm(): void {
     if (this.#closed || !this.#keepWarm || this.#warm?.alive) return;
     const proc = this.#warm = this.#spawn();
-    this.#warmedUp = proc.ready
+    const warmedUp = this.#warmedUp = proc.ready
       .then(() =>
         proc.call(
           { ns: "exec", action: "run", args: { code: WARM_UP_CODE }, workspace: "/" },
           { onMcp: answerWarmUp },
         )
       )
-      // A process that died is replaced when it is taken.
       .then((value) => value === WARM_UP_RESULT, () => false);
+    // A warm process that dies before it is taken (killed from outside, out of memory) is
+    // replaced at once, so that the next execution still finds one. One that died before its
+    // warm-up ran is not started again and again: the next take starts one and says why it fails.
+    proc.exited.then(async () => {
+      if (this.#warm !== proc || !(await warmedUp) || this.#warm !== proc) return;
+      this.#warm = undefined;
+      this.prewarm();
+    });
   }
 
   /**

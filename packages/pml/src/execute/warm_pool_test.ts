@@ -3,6 +3,8 @@ import { FILESYSTEM_ALLOWED, gatewayFor, tempWorkspace } from "../testing/worksp
 import { execute } from "./_test_helpers.ts";
 import { ExecSandboxPool, execSandboxSpec, WARM_UP_NS } from "./warm_pool.ts";
 
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /** What code can see of the global scope (own names and symbols, with their descriptors). */
 const GLOBALS_CODE = `
   return Reflect.ownKeys(globalThis).map((k) => {
@@ -31,6 +33,40 @@ Deno.test("exec warm pool: the warm-up runs before the take and leaves no global
     );
     assertEquals(warmCall, freshCall);
     assertEquals(warmCall, `mcp.${WARM_UP_NS}:echo is not available here`);
+  } finally {
+    await pool.close();
+  }
+});
+
+Deno.test("exec warm pool: a warm process that dies before it is taken is replaced", async () => {
+  const pool = new ExecSandboxPool(execSandboxSpec());
+  try {
+    pool.prewarm();
+    assertEquals(await pool.warmedUp(), true);
+    const [died] = pool.processes;
+    died.kill(); // as the kernel's out-of-memory killer or a stray `kill -9` would
+    await died.exited;
+    for (let i = 0; i < 1500 && pool.processes.length === 0; i++) await delay(20);
+    const [next] = pool.processes;
+    assert(next !== undefined && next !== died, "a new warm process is started");
+    assertEquals(await pool.warmedUp(), true);
+    assert(pool.take() === next, "the next execution takes the replacement");
+  } finally {
+    await pool.close();
+  }
+});
+
+Deno.test("exec warm pool: a warm process that dies before its warm-up is not started again", async () => {
+  // A machine where the sandbox cannot start must not start one after another: the next take
+  // starts one and reports why it fails.
+  const pool = new ExecSandboxPool(execSandboxSpec(), { denoPath: "/bin/false" });
+  try {
+    pool.prewarm();
+    assertEquals(await pool.warmedUp(), false);
+    for (let i = 0; i < 10; i++) {
+      await delay(20);
+      assertEquals(pool.processes, []);
+    }
   } finally {
     await pool.close();
   }
