@@ -30,6 +30,12 @@ export interface SandboxGroup {
 }
 
 const ROOT = "/sys/fs/cgroup";
+/**
+ * Names this isolate's groups apart from those of other isolates of the same process (a Worker,
+ * each module of `deno test`): a counter alone starts at 1 in each, and a name another isolate
+ * still holds made the creation fail, silently leaving that isolate's sandboxes without a group.
+ */
+let isolateTag: string | undefined;
 let counter = 0;
 let unavailable = false;
 let swept = false;
@@ -38,7 +44,7 @@ let swept = false;
 function sweep(parent: string): void {
   try {
     for (const entry of Deno.readDirSync(parent)) {
-      const m = /^pml-(\d+)-\d+$/.exec(entry.name);
+      const m = /^pml-(\d+)-(?:[0-9a-f]+-)?\d+$/.exec(entry.name);
       if (!m || Number(m[1]) === Deno.pid || isDir(`/proc/${m[1]}`)) continue;
       try {
         Deno.removeSync(`${parent}/${entry.name}`);
@@ -79,7 +85,9 @@ function isDir(path: string): boolean {
  */
 export function createGroup(limits: GroupLimits): SandboxGroup | undefined {
   if (unavailable || Deno.build.os !== "linux") return undefined;
-  const name = `pml-${Deno.pid}-${++counter}`;
+  isolateTag ??= [...crypto.getRandomValues(new Uint8Array(4))]
+    .map((b) => b.toString(16).padStart(2, "0")).join("");
+  const name = `pml-${Deno.pid}-${isolateTag}-${++counter}`;
   const made: string[] = [];
   try {
     const paths = ownPaths();
