@@ -49,7 +49,82 @@ function answerModeOn(sdkTransport: typeof WebStandardStreamableHTTPServerTransp
       const plain = json ? this.#plainPost(request, parsedBody) : undefined;
       if (plain) return plain;
       sdkState(this)._enableJsonResponse = json;
-      return this.handleRequest(request, { parsedBody });
+      const handled = this.handleRequest(request, { parsedBody });
+      const cancelled = cancelledIds(parsedBody);
+      return cancelled.length === 0 ? handled : handled.then((response) => {
+        // Below 300: the SDK handed the POST's messages on (its refusals are 4xx).
+        if (response.status < 300) { for (const id of cancelled) this.#release(id); }
+        return response;
+      });
+    }
+
+    /**
+     * Requests of this session whose answer it still holds the way back for: plain POSTs waiting,
+     * requests of POSTs the SDK handles, their POSTs' JSON answers or SSE streams.
+     */
+    get held(): number {
+      const state = sdkState(this);
+      const streams = state._streamMapping.size -
+        (state._streamMapping.has(state._standaloneSseStreamId) ? 1 : 0);
+      return this.#plain.size + state._requestToStreamMapping.size +
+        state._requestResponseMap.size + streams;
+    }
+
+    /**
+     * Lets go of a request the client cancelled: its answer will never be sent (the SDK's protocol
+     * layer sends none once the handler's signal aborts, and the spec says the receiver frees what
+     * the request holds), so its POST is ended now with no message: a plain POST or a POST
+     * answered in JSON gets an SSE stream that ends at once, and an SSE stream ends, once no other
+     * request of its POST is still running (a batch's other answers are then sent as the SDK sends
+     * them). Without this, a cancelled request's entry and its open POST stayed for the session's
+     * life, in the SDK's transport too. The SDK's protocol layer ignores a cancellation of id 0
+     * (its handler runs on and answers): so does this.
+     */
+    #release(id: RequestId): void {
+      if (!id) return;
+      const plain = this.#plain.get(id);
+      if (plain) {
+        this.#plain.delete(id);
+        plain(this.#noMessage());
+        return;
+      }
+      const state = sdkState(this);
+      const streamId = state._requestToStreamMapping.get(id);
+      if (streamId === undefined) return;
+      state._requestToStreamMapping.delete(id);
+      state._requestResponseMap.delete(id);
+      const others = [...state._requestToStreamMapping].filter(([, s]) => s === streamId);
+      if (!others.every(([other]) => state._requestResponseMap.has(other))) return;
+      const answers = others.map(([other]) => state._requestResponseMap.get(other));
+      for (const [other] of others) {
+        state._requestToStreamMapping.delete(other);
+        state._requestResponseMap.delete(other);
+      }
+      state._resumableStreams.delete(streamId);
+      const stream = state._streamMapping.get(streamId);
+      if (!stream?.resolveJson) return stream?.cleanup();
+      state._streamMapping.delete(streamId);
+      stream.resolveJson(
+        answers.length === 0 ? this.#noMessage() : new Response(
+          JSON.stringify(answers.length === 1 ? answers[0] : answers),
+          {
+            status: 200,
+            headers: { "Content-Type": "application/json", "mcp-session-id": this.sessionId! },
+          },
+        ),
+      );
+    }
+
+    /** The end of a POST whose requests get no answer: an SSE stream with no event. */
+    #noMessage(): Response {
+      return new Response(null, {
+        status: 200,
+        headers: {
+          "Content-Type": "text/event-stream",
+          "Cache-Control": "no-cache",
+          "mcp-session-id": this.sessionId!,
+        },
+      });
     }
 
     /**
@@ -176,8 +251,25 @@ interface SdkState {
   validateRequestHeaders(request: Request): Response | undefined;
   validateSession(request: Request): Response | undefined;
   validateProtocolVersion(request: Request): Response | undefined;
-  _streamMapping: Map<string, { resolveJson?: unknown }>;
-  _requestToStreamMapping: Map<string | number, string>;
+  _streamMapping: Map<string, { resolveJson?: (answer: Response) => void; cleanup(): void }>;
+  _requestToStreamMapping: Map<RequestId, string>;
+  _requestResponseMap: Map<RequestId, JSONRPCMessage>;
+  _resumableStreams: Set<string>;
+  _standaloneSseStreamId: string;
+}
+
+/** The ids of the `notifications/cancelled` in a POST's body (one message or a batch). */
+function cancelledIds(body: unknown): RequestId[] {
+  const messages = Array.isArray(body) ? body : [body];
+  const ids: RequestId[] = [];
+  for (const m of messages) {
+    const message = m as { method?: unknown; params?: { requestId?: unknown } } | null;
+    const id = message?.method === "notifications/cancelled"
+      ? message.params?.requestId
+      : undefined;
+    if (typeof id === "string" || typeof id === "number") ids.push(id);
+  }
+  return ids;
 }
 
 function sdkState(transport: WebStandardStreamableHTTPServerTransport): SdkState {

@@ -24,6 +24,12 @@ export interface HttpIngress {
   readonly finished: Promise<void>;
   /** Closes every session, stops listening, closes the gateway (sandboxes, subprocesses). */
   shutdown(): Promise<void>;
+  /**
+   * How many requests of the open sessions still hold a way back to the client (a POST waiting
+   * for its answer, the SDK's entries for it): each ends when its answer is sent or the client
+   * cancels it.
+   */
+  held(): number;
 }
 
 interface Session {
@@ -142,6 +148,7 @@ export async function serveHttp(gateway: Gateway, opts: ServeHttpOptions): Promi
     port,
     finished: httpServer.finished.then(() => stopping),
     shutdown,
+    held: () => [...sessions.values()].reduce((n, s) => n + s.transport.held, 0),
   };
 }
 

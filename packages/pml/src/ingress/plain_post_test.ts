@@ -125,6 +125,19 @@ async function sides(kind: "sdk" | "pml") {
     errors,
     /** POSTs through the SDK's POST handling on PML's side so far. */
     sdkPosts: () => pastSdk,
+    /** Requests each side holds a way back for (the SDK's: those mapped to a POST). */
+    held: () => ({
+      sdk: (theirs as unknown as { _requestToStreamMapping: Map<unknown, unknown> })
+        ._requestToStreamMapping.size,
+      pml: ours.held,
+    }),
+    /** The same POST to each side, not awaited. */
+    each(body: unknown): [Promise<Response>, Promise<Response>] {
+      return [
+        handleTheirs(post(body, sessions[0]), body),
+        handleOurs(post(body, sessions[1]), body),
+      ];
+    },
     async both(body: unknown, headers: Headers_ = {}, session?: string) {
       const [a, b] = await Promise.all([
         handleTheirs(post(body, session ?? sessions[0], headers), body),
@@ -251,9 +264,9 @@ for (const kind of ["sdk", "pml"] as const) {
   });
 }
 
-Deno.test("AnswerModeTransport: a plain call is cancelled as the SDK's JSON call is (the handler's signal aborts)", async () => {
+Deno.test("AnswerModeTransport: a plain call is cancelled as the SDK's JSON call is (the handler's signal aborts), and its POST ends with no message", async () => {
   const s = await sides("pml");
-  const pending = [s.both(call(40, "wait"))];
+  const [, pending] = s.each(call(40, "wait"));
   while (s.waiting.sdk.length + s.waiting.pml.length < 2) await new Promise((r) => setTimeout(r));
   const cancelled = {
     jsonrpc: "2.0",
@@ -264,7 +277,13 @@ Deno.test("AnswerModeTransport: a plain call is cancelled as the SDK's JSON call
   assertEquals(ours.status, 202);
   assertEquals(ours, theirs);
   assert(s.waiting.sdk[0].aborted && s.waiting.pml[0].aborted);
-  // Neither side answers a cancelled request (the client gave up on it): not awaited.
-  void pending;
+  // Neither side answers the cancelled request; the SDK's transport holds its POST and its entries
+  // until the session closes, PML's ends it with an SSE stream carrying no event.
+  assertEquals(s.held(), { sdk: 1, pml: 0 });
+  const answered = await pending;
+  assertEquals(answered.status, 200);
+  assertEquals(answered.headers.get("content-type"), "text/event-stream");
+  assertEquals(answered.headers.get("mcp-session-id"), "s-1");
+  assertEquals(await answered.text(), "");
   await s.close();
 });
