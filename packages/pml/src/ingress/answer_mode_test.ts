@@ -58,3 +58,102 @@ Deno.test("AnswerModeTransport: calls answered in JSON and on SSE leave nothing 
   assertEquals(state._streamMapping.size, 0);
   await server.close();
 });
+
+/** A session of `AnswerModeTransport` whose `wait` tool runs until it is cancelled. */
+async function waitingSession() {
+  const AnswerModeTransport = await loadAnswerModeTransport();
+  const transport = new AnswerModeTransport({ sessionIdGenerator: () => "s1" });
+  const server = new Server({ name: "t", version: "1" }, { capabilities: { tools: {} } });
+  let running = 0;
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (request.params.name === "wait") {
+      running++;
+      await new Promise((r) => extra.signal.addEventListener("abort", r));
+    }
+    return { content: [{ type: "text", text: `ok ${request.params.name}` }] };
+  });
+  await server.connect(transport);
+  const init = {
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "c", version: "1" },
+    },
+  };
+  await (await transport.handlePost(post(init), init, false)).text();
+  const initialized = { jsonrpc: "2.0", method: "notifications/initialized" };
+  await transport.handlePost(post(initialized, "s1"), initialized, false);
+  return {
+    transport,
+    /** Resolves once `n` calls of `wait` run. */
+    async running(n: number) {
+      while (running < n) await new Promise((r) => setTimeout(r));
+    },
+    async cancel(id: number) {
+      const cancelled = {
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: id, reason: "stop" },
+      };
+      assertEquals(
+        (await transport.handlePost(post(cancelled, "s1"), cancelled, true)).status,
+        202,
+      );
+    },
+    close: () => server.close(),
+  };
+}
+
+const tool = (id: number, name: string) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name },
+});
+
+for (const json of [true, false]) {
+  const form = json ? "JSON" : "SSE";
+  Deno.test(`AnswerModeTransport: a batch answered in ${form} whose calls are cancelled ends with the others' answers and leaves nothing behind`, async () => {
+    const s = await waitingSession();
+    // One call answered, one cancelled: the POST ends with the answer, as the SDK writes it.
+    const mixed = [tool(1, "wait"), tool(2, "echo")];
+    const first = s.transport.handlePost(post(mixed, "s1"), mixed, json);
+    await s.running(1);
+    const stream = json ? undefined : (await first).text();
+    await s.cancel(1);
+    const body = stream ? await stream : await (await first).text();
+    assertEquals(body.includes(`"text":"ok echo"`), true, body);
+    assertEquals(body.includes("ok wait"), false, body);
+    assertEquals(s.transport.held, 0);
+
+    // Both cancelled: the POST ends once the second is, with no message.
+    const both = [tool(3, "wait"), tool(4, "wait")];
+    const second = s.transport.handlePost(post(both, "s1"), both, json);
+    await s.running(3);
+    await s.cancel(3);
+    assertEquals(s.transport.held > 0, true, "the batch's other call still runs");
+    await s.cancel(4);
+    const ended = await second;
+    assertEquals(ended.headers.get("content-type"), "text/event-stream");
+    assertEquals(await ended.text(), "");
+    assertEquals(s.transport.held, 0);
+    await s.close();
+  });
+}
+
+Deno.test("AnswerModeTransport: a cancellation of a call already answered, or unknown, changes nothing", async () => {
+  const s = await waitingSession();
+  const call = tool(5, "echo");
+  const res = await s.transport.handlePost(post(call, "s1"), call, true);
+  assertEquals(JSON.parse(await res.text()).result.content[0].text, "ok echo");
+  await s.cancel(5);
+  await s.cancel(99);
+  assertEquals(s.transport.held, 0);
+  const again = tool(6, "echo");
+  const next = await s.transport.handlePost(post(again, "s1"), again, true);
+  assertEquals(JSON.parse(await next.text()).result.content[0].text, "ok echo");
+  await s.close();
+});
