@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { parseByokHeader } from "../src/mcp/byok.ts";
+import { parseByokHeader, redact } from "../src/mcp/byok.ts";
 import { HttpError } from "../src/http.ts";
 
 const header = (json: string) => {
@@ -25,4 +25,10 @@ Deno.test("X-PML-BYOK: bytes that are not UTF-8 are refused without quoting them
         !error.message.includes("SECRET"),
     );
   }
+});
+
+Deno.test("redact scrubs a key as it is and percent-encoded (in a URL's query), and nothing else", () => {
+  const keys = new Map([["K", "k+3y/SECRET=="], ["PLAIN", "sk-PLAIN-1"]]);
+  const text = "a=k+3y/SECRET== b=k%2B3y%2FSECRET%3D%3D c=sk-PLAIN-1 d=k+3y";
+  assert.equal(redact(text, keys), "a=[redacted] b=[redacted] c=[redacted] d=k+3y");
 });

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { mcpMetadataEntry } from "../src/registry/mcp_metadata.ts";
 import type { Store } from "../src/store/store.ts";
 import { byokHeader, callTool, connectClient, mcpTestServer } from "./mcp_helpers.ts";
-import { startCountingUpstream } from "./upstream.ts";
+import { SIGN_IN, startCountingUpstream } from "./upstream.ts";
+import { ErrorCode, UrlElicitationRequiredError } from "../src/mcp/sdk/types.ts";
 
 /** Registers `counting:echo` at `proxyTo`, its key `COUNTING_TOKEN` sent as a bearer token. */
 async function registerCounting(store: Store, proxyTo: string) {
@@ -40,8 +41,13 @@ async function registerCounting(store: Store, proxyTo: string) {
 
 async function setUp(options: { sse?: boolean; idleMs?: number; timeoutMs?: number } = {}) {
   const upstream = startCountingUpstream(options);
+  const logs: string[] = [];
   const server = await mcpTestServer({
-    handler: { log: () => {}, proxyIdleMs: options.idleMs, proxyTimeoutMs: options.timeoutMs },
+    handler: {
+      log: (line) => logs.push(line),
+      proxyIdleMs: options.idleMs,
+      proxyTimeoutMs: options.timeoutMs,
+    },
   });
   await registerCounting(server.store, upstream.url);
   const client = (key: string) =>
@@ -53,7 +59,7 @@ async function setUp(options: { sse?: boolean; idleMs?: number; timeoutMs?: numb
     await server.close();
     await upstream.close();
   };
-  return { upstream, client, close };
+  return { upstream, client, logs, close };
 }
 
 Deno.test("two keys never share an upstream session; each key's calls reuse its own", async () => {
@@ -239,3 +245,97 @@ for (const sse of [false, true]) {
     }
   });
 }
+
+for (const sse of [false, true]) {
+  const form = sse ? "SSE answers, other events first" : "JSON answers";
+  Deno.test(`an upstream's sign-in request (-32042) reaches the caller as the SDK's UrlElicitationRequiredError with its URL, logged; the session stays (${form})`, async () => {
+    const { upstream, client, logs, close } = await setUp({ sse });
+    try {
+      const alice = await client("key-alice");
+      try {
+        const error = await alice.callTool({
+          name: "counting__echo",
+          arguments: { message: "signin" },
+        })
+          .then(() => undefined, (error: unknown) => error);
+        assert.ok(error instanceof UrlElicitationRequiredError, String(error));
+        assert.equal(error.code, ErrorCode.UrlElicitationRequired);
+        assert.deepEqual(error.elicitations, [SIGN_IN]);
+        // The upstream's message, prefixed once (by the caller's SDK client).
+        assert.equal(error.message, "MCP error -32042: URL elicitation required");
+        assert.deepEqual(logs, [
+          `pml-server: Cannot call "counting:echo" on its MCP server ${
+            new URL(upstream.url).origin
+          }: ` +
+          "MCP error -32042: URL elicitation required",
+        ]);
+        const next = await callTool(alice, "counting__echo", { message: "signed in" });
+        assert.equal(next.content[0]?.text, "signed in (session 1)");
+      } finally {
+        await alice.close();
+      }
+      assert.equal(upstream.sessions.size, 1, "an answered sign-in request keeps the session");
+    } finally {
+      await close();
+    }
+  });
+}
+
+Deno.test("the key sent with a call appears nowhere in an upstream's sign-in request as the caller gets it, nor in the log", async () => {
+  const { client, logs, close } = await setUp();
+  // A key as API keys often are (base64: '+', '/' and '='), which a URL query percent-encodes.
+  const key = `k+3y/SECRET-${crypto.randomUUID()}==`;
+  try {
+    const alice = await client(key);
+    try {
+      const error = await alice.callTool({
+        name: "counting__echo",
+        arguments: { message: "signin quoting the key" },
+      }).then(() => undefined, (error: unknown) => error);
+      assert.ok(error instanceof UrlElicitationRequiredError, String(error));
+      const received = JSON.stringify({ message: error.message, data: error.data });
+      assert.ok(!received.includes("SECRET"), received);
+      // What the key was in stands as "[redacted]"; the rest is the upstream's.
+      assert.deepEqual(error.elicitations, [{
+        mode: "url",
+        elicitationId: "sign-in-for Bearer [redacted]",
+        url: "https://auth.example.com/sign-in?token=Bearer%20[redacted]",
+        message: "Sign in, holder of Bearer [redacted]",
+      }]);
+      assert.equal(error.message, "MCP error -32042: Sign in first, Bearer [redacted]");
+    } finally {
+      await alice.close();
+    }
+    assert.equal(logs.length, 1);
+    assert.ok(!logs[0].includes("SECRET"), logs[0]);
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("a sign-in request naming a URL other than http(s) is an UPSTREAM_ERROR result that says why; other failures stay UPSTREAM_ERROR", async () => {
+  const { client, close } = await setUp();
+  try {
+    const alice = await client("key-alice");
+    try {
+      const elsewhere = await callTool(alice, "counting__echo", { message: "signin elsewhere" });
+      assert.equal(elsewhere.isError, true);
+      assert.equal(elsewhere.structuredContent.code, "UPSTREAM_ERROR");
+      assert.match(
+        elsewhere.structuredContent.message,
+        /MCP error -32042: URL elicitation required/,
+      );
+      assert.match(
+        elsewhere.structuredContent.message,
+        /not all URL elicitations of an http: or https: URL/,
+      );
+      assert.ok(!JSON.stringify(elsewhere).includes("id_ed25519"), JSON.stringify(elsewhere));
+      const failed = await callTool(alice, "counting__echo", { message: "fail" });
+      assert.equal(failed.structuredContent.code, "UPSTREAM_ERROR");
+    } finally {
+      await alice.close();
+    }
+  } finally {
+    await close();
+  }
+});

@@ -9,9 +9,11 @@ import { WebStandardStreamableHTTPServerTransport } from "../src/mcp/sdk/http_se
 import { Server } from "../src/mcp/sdk/server.ts";
 import {
   CallToolRequestSchema,
+  type ElicitRequestURLParams,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  UrlElicitationRequiredError,
 } from "../src/mcp/sdk/types.ts";
 
 const REPO = join(import.meta.dirname!, "../../..");
@@ -86,7 +88,9 @@ export interface CountingUpstream extends Upstream {
  * `<message> (session <n>)`; it records every session and every call with its headers.
  *
  * A message starting with `fail` is answered with a JSON-RPC error that quotes the call's
- * `Authorization` header (a careless upstream); one starting with `hang` is answered only once the
+ * `Authorization` header (a careless upstream); one starting with `signin` with the SDK's
+ * `UrlElicitationRequiredError` (-32042) asking the user to open a URL (see {@link signInFor});
+ * one starting with `hang` is answered only once the
  * call is cancelled (use it with `sse`: in JSON mode the SDK's transport never ends the HTTP
  * request of a cancelled call, and the server's shutdown would wait for it). With `sse`, answers
  * are SSE streams, and each call's stream first carries a log message and a progress notification
@@ -122,6 +126,13 @@ export function startCountingUpstream(options: { sse?: boolean } = {}): Counting
           extra.signal.addEventListener("abort", () => resolve())
         );
         return { content: [{ type: "text", text: "cancelled" }] };
+      }
+      if (message.startsWith("signin")) {
+        const signIn = signInFor(message, authorization);
+        throw new UrlElicitationRequiredError(
+          [signIn],
+          message.includes("quoting") ? `Sign in first, ${authorization}` : undefined,
+        );
       }
       if (message.startsWith("fail")) {
         throw new McpError(ErrorCode.InvalidParams, `refused with ${authorization}`);
@@ -177,4 +188,30 @@ export function startCountingUpstream(options: { sse?: boolean } = {}): Counting
       await http.shutdown();
     },
   };
+}
+
+/** The URL elicitation the counting upstream answers a call to `echo` with `message: "signin"`. */
+export const SIGN_IN: ElicitRequestURLParams = Object.freeze({
+  mode: "url",
+  elicitationId: "counting-sign-in-1",
+  url: "https://auth.example.com/sign-in?service=counting",
+  message: "Sign in to counting to use its tools",
+});
+
+/**
+ * The elicitation for a `signin…` message: {@link SIGN_IN}; with `quoting`, one whose id, URL
+ * (percent-encoded, as a careless upstream builds a query) and message quote the call's
+ * `Authorization` header; with `elsewhere`, one whose URL is a `file:` URL.
+ */
+function signInFor(message: string, authorization: string | null): ElicitRequestURLParams {
+  if (message.includes("quoting")) {
+    return {
+      mode: "url",
+      elicitationId: `sign-in-for ${authorization}`,
+      url: `https://auth.example.com/sign-in?token=${encodeURIComponent(String(authorization))}`,
+      message: `Sign in, holder of ${authorization}`,
+    };
+  }
+  if (message.includes("elsewhere")) return { ...SIGN_IN, url: "file:///root/.ssh/id_ed25519" };
+  return SIGN_IN;
 }

@@ -19,6 +19,7 @@ import { PermissionStore } from "../permission/permission_store.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
 import { createGateway } from "./create_gateway.ts";
 import { Gateway } from "./gateway.ts";
+import type { Target } from "../targets/target.ts";
 import { createMcpServer } from "./mcp_server.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../testing/assert.ts";
 import { type TempWorkspace, tempWorkspace, testConfig, textOf } from "../testing/workspace.ts";
@@ -243,13 +244,23 @@ Deno.test("no API key: a server tool says the key is missing, before any questio
   }
 });
 
-/** A gateway whose one meta tool `pml:search` throws what `fail` throws (as the cloud's client). */
+/**
+ * A gateway where the meta tool `pml:search` (as the cloud's client) and every call of
+ * `upstream:*` (a target's) throw what `fail` throws.
+ */
 function gatewayThrowing(ws: TempWorkspace, fail: () => never): Gateway {
+  const target: Target = {
+    name: "throwing",
+    listTools: () => Promise.resolve([]),
+    provides: (toolId) => Promise.resolve(toolId.startsWith("upstream:")),
+    call: () => Promise.resolve().then(fail),
+    close: () => Promise.resolve(),
+  };
   return new Gateway({
     permissions: new PermissionStore(testConfig(ws).permissions, join(ws.dir, ".pml.json")),
     approvals: new Approvals(),
     routing: createRoutingResolver(),
-    targets: [],
+    targets: [target],
     audit: createAuditLog(ws.dir),
     metaTools: [{
       id: "pml:search",
@@ -272,27 +283,69 @@ Deno.test("an MCP error from further away (a meta tool, the cloud's client) reac
   assertEquals((err as McpError).code, ErrorCode.InvalidParams);
 });
 
+const signIn = {
+  mode: "url" as const,
+  elicitationId: "e1",
+  url: "https://example.com/sign-in",
+  message: "Sign in first",
+};
+
+/** Throws a -32042 asking to open {@link signIn}, as the SDK's client throws it. */
+function signInRequired(): never {
+  // The SDK's Server sent its error's message, prefix included; the client prefixed it again
+  // (call_errors.ts `answerError`, as the SDK's Client.request: call_post_test.ts).
+  throw answerError({
+    code: ErrorCode.UrlElicitationRequired,
+    message: new UrlElicitationRequiredError([signIn]).message,
+    data: { elicitations: [signIn] },
+  });
+}
+
 Deno.test("a -32042 from further away reaches the client as the SDK's UrlElicitationRequiredError, its elicitations kept, with one prefix", async () => {
   await using ws = tempWorkspace(PERMS);
-  const signIn = {
-    mode: "url" as const,
-    elicitationId: "e1",
-    url: "https://example.com/sign-in",
-    message: "Sign in first",
-  };
-  const gateway = gatewayThrowing(ws, () => {
-    // The SDK's Server sent its error's message, prefix included; the client prefixed it again
-    // (call_errors.ts `answerError`, as the SDK's Client.request: call_post_test.ts).
-    throw answerError({
-      code: ErrorCode.UrlElicitationRequired,
-      message: new UrlElicitationRequiredError([signIn]).message,
-      data: { elicitations: [signIn] },
-    });
-  });
+  const gateway = gatewayThrowing(ws, signInRequired);
   await using client = await clientWith(gateway);
   const err = await assertRejects(() => client.callTool({ name: "pml__search", arguments: {} }));
   assert(err instanceof UrlElicitationRequiredError, String(err));
   assertEquals(err.elicitations, [signIn]);
   assertEquals(err.code, ErrorCode.UrlElicitationRequired);
   assertEquals(err.message, "MCP error -32042: URL elicitation required");
+});
+
+Deno.test("a -32042 a target throws (a cloud http tool, a stdio dependency) reaches the client as UrlElicitationRequiredError, allowed or continued after approval", async () => {
+  await using ws = tempWorkspace({
+    approvals: "agent",
+    permissions: { allow: ["upstream:echo"], ask: ["upstream:ask"], deny: [] },
+  });
+  const gateway = gatewayThrowing(ws, signInRequired);
+  await using client = await clientWith(gateway);
+  const allowed = await assertRejects(() =>
+    client.callTool({ name: "upstream__echo", arguments: {} })
+  );
+  assert(allowed instanceof UrlElicitationRequiredError, String(allowed));
+  assertEquals(allowed.elicitations, [signIn]);
+  assertEquals(allowed.message, "MCP error -32042: URL elicitation required");
+
+  const asked = await client.callTool({ name: "upstream__ask", arguments: {} });
+  const workflowId = structured(asked).workflow_id;
+  assert(typeof workflowId === "string", JSON.stringify(asked));
+  const continued = await assertRejects(() =>
+    client.callTool({
+      name: "pml__continue",
+      arguments: { workflow_id: workflowId, decision: "yes" },
+    })
+  );
+  assert(continued instanceof UrlElicitationRequiredError, String(continued));
+  assertEquals(continued.elicitations, [signIn]);
+});
+
+Deno.test("any other error a target throws stays an isError result naming the tool", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["upstream"], ask: [], deny: [] } });
+  const gateway = gatewayThrowing(ws, () => {
+    throw answerError({ code: ErrorCode.InvalidParams, message: "MCP error -32602: bad" });
+  });
+  await using client = await clientWith(gateway);
+  const failed = await client.callTool({ name: "upstream__echo", arguments: {} });
+  assert(failed.isError);
+  assertStringIncludes(textOf(failed), '"upstream:echo" failed: MCP error -32602');
 });

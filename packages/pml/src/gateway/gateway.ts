@@ -30,6 +30,7 @@ import {
   type ToolCall,
   type ToolInfo,
 } from "../targets/target.ts";
+import { asksToOpenUrl } from "../targets/call_errors.ts";
 import { exposedName, idOfExposedName, isToolId } from "./names.ts";
 
 /** How the current request can reach the human and the client. */
@@ -391,6 +392,8 @@ export class Gateway {
         },
       });
     } catch (err) {
+      // The user must open a URL (-32042): the agent's client gets the error and its URL.
+      if (asksToOpenUrl(err)) throw err;
       return errorResult(`"${toolId}" failed: ${errorMessage(err)}`);
     }
   }
@@ -475,6 +478,7 @@ export class Gateway {
           channel.session,
         ));
     } catch (err) {
+      if (asksToOpenUrl(err)) throw err; // as in #dispatch
       return errorResult(errorMessage(err));
     }
   }

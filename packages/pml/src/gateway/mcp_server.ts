@@ -14,7 +14,7 @@ import {
   type Request,
 } from "../sdk/types.ts";
 import { isPmlError } from "../errors.ts";
-import { bareMessage } from "../targets/call_errors.ts";
+import { passedOn } from "../targets/call_errors.ts";
 import {
   type ApprovalDecision,
   type ApprovalRequest,
@@ -175,7 +175,7 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
         if (err instanceof McpError) {
           // An McpError from further away (the cloud's client): its message already carries the
           // prefix the client will add; send the bare message with the same code.
-          throw Object.assign(new Error(bareMessage(err)), { code: err.code, data: err.data });
+          throw passedOn(err);
         }
         throw err;
       }

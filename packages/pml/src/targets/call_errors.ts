@@ -9,11 +9,20 @@
  * `UrlElicitationRequiredError`, which `new McpError` would lose (for every other code the two
  * are the same).
  */
-import { ErrorCode, McpError } from "../sdk/types.ts";
+import { ErrorCode, McpError, UrlElicitationRequiredError } from "../sdk/types.ts";
 
 /** A JSON-RPC error answer to a call, as the error the call throws (the SDK's own mapping). */
 export function answerError(error: { code: number; message: string; data?: unknown }): McpError {
   return McpError.fromError(error.code, error.message, error.data);
+}
+
+/**
+ * True for the error of a call whose server asks the user to open a URL first (-32042, to sign in
+ * for example): the gateway passes it on to the agent as it is (`passedOn`), its URL with it,
+ * instead of folding it into an `isError` result that would lose both.
+ */
+export function asksToOpenUrl(error: unknown): error is UrlElicitationRequiredError {
+  return error instanceof UrlElicitationRequiredError;
 }
 
 /** The error of a call that outlived its bound of `timeoutMs` (the SDK's, with its `data`). */
@@ -30,6 +39,17 @@ export function timeoutError(timeoutMs: number): McpError {
  */
 export function bareMessage(error: McpError): string {
   return error.message.replace(/^(MCP error -?\d+: )+/, "");
+}
+
+/**
+ * What a request handler throws to pass `error` on to its own client: a plain `Error` with the
+ * {@link bareMessage}, the code and the data. The SDK's protocol layer answers with a thrown
+ * error's `message`, `code` and `data` as they are, and the client prefixes the message when it
+ * turns the answer into its `McpError` (its `UrlElicitationRequiredError` for -32042): an
+ * `McpError` thrown as it is would arrive prefixed once more.
+ */
+export function passedOn(error: McpError): Error & { code: number; data: unknown } {
+  return Object.assign(new Error(bareMessage(error)), { code: error.code, data: error.data });
 }
 
 /**

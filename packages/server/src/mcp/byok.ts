@@ -61,11 +61,16 @@ function invalid(reason: string): HttpError {
   return new HttpError(400, "invalid_byok", `Invalid X-PML-BYOK header: ${reason}`);
 }
 
-/** `text` with every key value of `keys` replaced by `[redacted]`. */
+/**
+ * `text` with every key value of `keys` replaced by `[redacted]`, as it is and as it reads
+ * percent-encoded in a URL (`encodeURIComponent`: a key with `+`, `/` or `=` placed in a query).
+ */
 export function redact(text: string, keys: ByokKeys): string {
   let out = text;
   for (const key of keys.values()) {
     out = out.replaceAll(key, "[redacted]");
+    const encoded = encodeURIComponent(key);
+    if (encoded !== key) out = out.replaceAll(encoded, "[redacted]");
   }
   return out;
 }
