@@ -9,7 +9,13 @@
  * `UrlElicitationRequiredError`, which `new McpError` would lose (for every other code the two
  * are the same).
  */
-import { ErrorCode, McpError, UrlElicitationRequiredError } from "../sdk/types.ts";
+import {
+  type ElicitRequestURLParams,
+  ElicitRequestURLParamsSchema,
+  ErrorCode,
+  McpError,
+  UrlElicitationRequiredError,
+} from "../sdk/types.ts";
 
 /** A JSON-RPC error answer to a call, as the error the call throws (the SDK's own mapping). */
 export function answerError(error: { code: number; message: string; data?: unknown }): McpError {
@@ -24,6 +30,39 @@ export function answerError(error: { code: number; message: string; data?: unkno
 export function asksToOpenUrl(error: unknown): error is UrlElicitationRequiredError {
   return error instanceof UrlElicitationRequiredError;
 }
+
+/**
+ * The sign-in request `error` to pass on to an agent: its URL elicitations (each one's `mode`,
+ * `elicitationId`, `url` and `message`, nothing else) and its message, `scrub` applied to each
+ * text (to take out the keys the call carried). `undefined` when they are not all URL elicitations
+ * (the SDK's schema) of an `http:` or `https:` URL ({@link NOT_URL_ELICITATIONS}): a sign-in page
+ * is a web page, and such a request is not passed on.
+ */
+export function openUrlError(
+  error: UrlElicitationRequiredError,
+  scrub: (text: string) => string,
+): UrlElicitationRequiredError | undefined {
+  const elicitations: unknown = error.elicitations;
+  if (!Array.isArray(elicitations) || elicitations.length === 0) return undefined;
+  const out: ElicitRequestURLParams[] = [];
+  for (const elicitation of elicitations) {
+    const parsed = ElicitRequestURLParamsSchema.safeParse(elicitation);
+    if (!parsed.success) return undefined;
+    const { protocol } = new URL(parsed.data.url);
+    if (protocol !== "http:" && protocol !== "https:") return undefined;
+    out.push({
+      mode: "url",
+      elicitationId: scrub(parsed.data.elicitationId),
+      url: scrub(parsed.data.url),
+      message: scrub(parsed.data.message),
+    });
+  }
+  return new UrlElicitationRequiredError(out, scrub(bareMessage(error)));
+}
+
+/** Why {@link openUrlError} passed a sign-in request on as an ordinary failure. */
+export const NOT_URL_ELICITATIONS = "its elicitations are not all URL elicitations of an http: " +
+  "or https: URL, so it is not passed on as a sign-in request";
 
 /** The error of a call that outlived its bound of `timeoutMs` (the SDK's, with its `data`). */
 export function timeoutError(timeoutMs: number): McpError {

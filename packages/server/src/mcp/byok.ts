@@ -7,6 +7,7 @@
  * @module
  */
 import { HttpError } from "../http.ts";
+import { redactSecrets } from "../../../pml/src/redact_secrets.ts";
 
 /** The header carrying the keys. */
 export const BYOK_HEADER = "x-pml-byok";
@@ -62,15 +63,9 @@ function invalid(reason: string): HttpError {
 }
 
 /**
- * `text` with every key value of `keys` replaced by `[redacted]`, as it is and as it reads
- * percent-encoded in a URL (`encodeURIComponent`: a key with `+`, `/` or `=` placed in a query).
+ * `text` with every key value of `keys` replaced by `[redacted]`, as it is and percent-encoded
+ * ({@link redactSecrets}).
  */
 export function redact(text: string, keys: ByokKeys): string {
-  let out = text;
-  for (const key of keys.values()) {
-    out = out.replaceAll(key, "[redacted]");
-    const encoded = encodeURIComponent(key);
-    if (encoded !== key) out = out.replaceAll(encoded, "[redacted]");
-  }
-  return out;
+  return redactSecrets(text, keys.values());
 }

@@ -20,14 +20,14 @@
 import { redact } from "./byok.ts";
 import type { ByokKeys } from "./byok.ts";
 import { errorResult } from "./results.ts";
+import { type CallToolResult, McpError } from "./sdk/types.ts";
 import {
-  type CallToolResult,
-  type ElicitRequestURLParams,
-  ElicitRequestURLParamsSchema,
-  McpError,
-  UrlElicitationRequiredError,
-} from "./sdk/types.ts";
-import { bareMessage, passedOn } from "../../../pml/src/targets/call_errors.ts";
+  asksToOpenUrl,
+  bareMessage,
+  NOT_URL_ELICITATIONS,
+  openUrlError,
+  passedOn,
+} from "../../../pml/src/targets/call_errors.ts";
 import type { CatalogTool } from "./tool_catalog.ts";
 import type { UpstreamSessions } from "./upstream_sessions.ts";
 
@@ -43,8 +43,8 @@ export interface ProxyDeps {
  * The upstream result, or an `isError` result when a key is missing (`API_KEY_REQUIRED`) or the
  * upstream fails (`UPSTREAM_ERROR`).
  *
- * @throws {UrlElicitationRequiredError} the upstream's own, its key scrubbed, when it asks the
- * user to open a URL (see the module's documentation).
+ * @throws the upstream's `UrlElicitationRequired` error (as `passedOn` gives it), its key
+ * scrubbed, when it asks the user to open a URL (see the module's documentation).
  */
 export async function proxyToolCall(
   tool: CatalogTool,
@@ -72,8 +72,8 @@ export async function proxyToolCall(
     const why = error instanceof McpError
       ? `MCP error ${error.code}: ${bareMessage(error)}`
       : (error as Error).message;
-    const signIn = error instanceof UrlElicitationRequiredError
-      ? urlElicitations(error.elicitations, keys)
+    const signIn = asksToOpenUrl(error)
+      ? openUrlError(error, (text) => redact(text, keys)) ?? null
       : undefined;
     const refused = signIn === null ? ` (${NOT_URL_ELICITATIONS})` : "";
     const message = redact(
@@ -81,43 +81,10 @@ export async function proxyToolCall(
       keys,
     );
     deps.log(`pml-server: ${message}`);
-    if (signIn) {
-      // Passed on with its message bare: the caller's client adds the one prefix.
-      throw passedOn(
-        new UrlElicitationRequiredError(signIn, redact(bareMessage(error as McpError), keys)),
-      );
-    }
+    // Passed on with its message bare: the caller's client adds the one prefix.
+    if (signIn) throw passedOn(signIn);
     return errorResult("UPSTREAM_ERROR", message, { tool: tool.id });
   }
-}
-
-const NOT_URL_ELICITATIONS = "its elicitations are not all URL elicitations of an http: or " +
-  "https: URL, so it is not passed on as a sign-in request";
-
-/**
- * The URL elicitations of an upstream's `UrlElicitationRequired` error as the agent gets them: each
- * one's `mode`, `elicitationId`, `url` and `message`, the keys scrubbed; `null` when there are none,
- * or one is no URL elicitation (the SDK's schema) or names a URL other than `http:` or `https:`.
- */
-function urlElicitations(
-  elicitations: readonly unknown[],
-  keys: ByokKeys,
-): ElicitRequestURLParams[] | null {
-  if (!Array.isArray(elicitations) || elicitations.length === 0) return null;
-  const out: ElicitRequestURLParams[] = [];
-  for (const elicitation of elicitations) {
-    const parsed = ElicitRequestURLParamsSchema.safeParse(elicitation);
-    if (!parsed.success) return null;
-    const { protocol } = new URL(parsed.data.url);
-    if (protocol !== "http:" && protocol !== "https:") return null;
-    out.push({
-      mode: "url",
-      elicitationId: redact(parsed.data.elicitationId, keys),
-      url: redact(parsed.data.url, keys),
-      message: redact(parsed.data.message, keys),
-    });
-  }
-  return out;
 }
 
 /** The `isError` result naming the missing variables and how to provide them. */

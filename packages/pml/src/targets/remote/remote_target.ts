@@ -9,7 +9,9 @@
  * @module
  */
 import type { Client } from "../../sdk/client.ts";
-import type { CallToolResult } from "../../sdk/types.ts";
+import type { CallToolResult, UrlElicitationRequiredError } from "../../sdk/types.ts";
+import { redactSecrets } from "../../redact_secrets.ts";
+import { asksToOpenUrl, bareMessage, NOT_URL_ELICITATIONS, openUrlError } from "../call_errors.ts";
 import type { PrivateMcp } from "../../config/schema.ts";
 import { errorMessage, isPmlError } from "../../errors.ts";
 import { missingEnvResult } from "../missing_env.ts";
@@ -128,9 +130,28 @@ export class RemoteTarget implements Target {
       }
       return await this.#send(def, call, ctx);
     } catch (err) {
+      if (asksToOpenUrl(err)) return this.#signIn(def, call, err);
       if (!isPmlError(err)) throw err;
       return errorResult(err.message, { status: "error", code: err.code, server: def.server });
     }
+  }
+
+  /**
+   * The server asks the user to open a URL (-32042, to sign in): that error passed on to the agent
+   * (`openUrlError`), the values of the server's variables scrubbed from it; as an `isError` result
+   * `UPSTREAM_ERROR` when it is no http(s) URL elicitation.
+   */
+  #signIn(def: RemoteDef, call: ToolCall, err: UrlElicitationRequiredError): CallToolResult {
+    const secrets = def.envRequired.map((name) => this.#d.env[name] ?? "");
+    const scrub = (text: string) => redactSecrets(text, secrets);
+    const signIn = openUrlError(err, scrub);
+    if (signIn) throw signIn;
+    const message = scrub(
+      `"${call.toolId}" failed: MCP error ${err.code}: ${
+        bareMessage(err)
+      } (${NOT_URL_ELICITATIONS})`,
+    );
+    return errorResult(message, { status: "error", code: "UPSTREAM_ERROR", server: def.server });
   }
 
   async close(): Promise<void> {
