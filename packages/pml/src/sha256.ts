@@ -1,7 +1,7 @@
 /**
- * SHA-256 hex of bytes or of a text's UTF-8 bytes, two ways that give the same hex. `pml stdio`'s start
- * hashes `.pml.json` (the trust check) with Web Crypto, which Deno has built in; loading Deno's
- * `node:crypto` for it cost ~4–7 ms of every start before the first `tools/list`
+ * SHA-256 hex of bytes or of a text's UTF-8 bytes, two ways that give the same hex. `pml stdio`'s
+ * start hashes `.pml.json` (the trust check) with Web Crypto, which Deno has built in; loading
+ * Deno's `node:crypto` for it cost ~4–7 ms of every start before the first `tools/list`
  * (docs/speed.md, "Cold start"). Synchronous callers (`pml trust`, `pml status`, the test helpers,
  * the rare exposed name too long to keep, `pml status`'s check of cached modules) get
  * `node:crypto`, required (not imported: `deno bundle` would make an import of the npm package's

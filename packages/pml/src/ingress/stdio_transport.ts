@@ -153,8 +153,8 @@ export class LineStdioTransport implements Transport {
       return;
     }
     if (this.#pending + part.length > this.maxMessageBytes) {
-      const start = [...this.#pieces, part.subarray(0, ID_PREFIX_BYTES)];
-      const head = concat(start, start.reduce((n, p) => n + p.length, 0));
+      const first = part.subarray(0, ID_PREFIX_BYTES);
+      const head = concat([...this.#pieces, first], this.#pending + first.length);
       this.#overflow = {
         bytes: this.#pending + part.length,
         prefix: decoder.decode(head.subarray(0, ID_PREFIX_BYTES)),
