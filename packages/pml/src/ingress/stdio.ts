@@ -6,6 +6,7 @@ import type { Server } from "../sdk/server.ts";
 import { LineStdioTransport, MessageTooLargeError, NotJsonRpcError } from "./stdio_transport.ts";
 import { isUnsortedMessageError } from "../sdk/incoming.ts";
 import { idleCollector, largeMessageCollector, memoryReducingGc } from "../sandbox/_idle_gc.ts";
+import { lookAhead } from "../sandbox/look_ahead.ts";
 
 /**
  * Serves `gateway` over stdio until stdin closes. Stdout carries JSON-RPC only (everything else
@@ -17,7 +18,8 @@ export function serveStdio(
   gateway: Gateway,
   io: StdioIo = {},
 ): Promise<void> {
-  return serveServerOverStdio(createMcpServer(gateway), () => gateway.close(), io);
+  // The sandbox policies' look at the machine is taken between an agent's calls, not on them.
+  return serveServerOverStdio(createMcpServer(gateway), () => gateway.close(), io, lookAhead());
 }
 
 /** The streams `pml stdio` talks over (tests); by default the process's own stdin and stdout. */
@@ -28,12 +30,14 @@ export interface StdioIo {
 
 /**
  * Serves one MCP `server` over stdio until stdin closes, then runs `close`. Used for the gateway and
- * for the stand-in that reports an invalid `.pml.json` (see `config_error_server.ts`).
+ * for the stand-in that reports an invalid `.pml.json` (see `config_error_server.ts`). `onread` runs
+ * on each message read, next to the idle collection (the gateway's look-ahead, `look_ahead.ts`).
  */
 export async function serveServerOverStdio(
   server: Server,
   close: () => Promise<void>,
   io: StdioIo = {},
+  onread?: () => void,
 ): Promise<void> {
   // Anything printed by mistake must not corrupt the protocol stream.
   console.log = console.error;
@@ -46,7 +50,8 @@ export async function serveServerOverStdio(
     undefined,
     largeMessageCollector() ?? (() => {}),
   );
-  transport.onread = idleCollector(memoryReducingGc());
+  const collect = idleCollector(memoryReducingGc());
+  transport.onread = collect && onread ? () => (collect(), onread()) : collect ?? onread;
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
   let closing = false;

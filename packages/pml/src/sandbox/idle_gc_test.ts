@@ -6,42 +6,12 @@ import { assert, assertEquals } from "../testing/assert.ts";
 import {
   COLLECT_AFTER_LARGE_MS,
   IDLE_COLLECT_MS,
-  type IdleClock,
   idleCollector,
   largeMessageCollector,
   memoryReducingGc,
   PROCESS_CLOCK,
 } from "./_idle_gc.ts";
-
-/** A clock at 0 whose timers run only when {@link advance} moves it past them. */
-function manualClock(): IdleClock & {
-  advance(ms: number): void;
-  armed: number;
-  pending(): number;
-} {
-  let now = 0;
-  const timers: { at: number; fn: () => void }[] = [];
-  return {
-    armed: 0,
-    now: () => now,
-    after(ms, fn) {
-      this.armed++;
-      timers.push({ at: now + ms, fn });
-    },
-    advance(ms) {
-      const end = now + ms;
-      for (;;) {
-        timers.sort((a, b) => a.at - b.at);
-        if (timers.length === 0 || timers[0].at > end) break;
-        const next = timers.shift()!;
-        now = next.at;
-        next.fn();
-      }
-      now = end;
-    },
-    pending: () => timers.length,
-  };
-}
+import { manualClock } from "../testing/manual_clock.ts";
 
 Deno.test("idle gc: nothing to collect with when gc is not exposed", () => {
   // `deno test` runs without --expose-gc, so the default finds no `gc`.

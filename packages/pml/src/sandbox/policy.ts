@@ -280,28 +280,44 @@ export function sandboxPolicy(input: PolicyInput): OsPolicy {
  */
 export const HOST_VIEW_REUSE_MS = 1000;
 
+/** A computation reused for a while per key, which a caller can also refresh ahead of a use. */
+export interface Reused<T> {
+  /** `compute(key)`, or its value from less than the reuse window ago (`now` in ms). */
+  (key: string, now?: number): T;
+  /** Computes again now every key used less than `usedWithinMs` ago (the others are dropped). */
+  refresh(usedWithinMs: number, now?: number): void;
+}
+
 /**
  * `compute(key)`, reused for `reuseMs` after it ran for that key (`now` in ms; a clock set back
- * computes again).
+ * computes again). `refresh` takes the looks of the keys in use again ahead of their next use.
  *
  * @example
  * ```ts
  * const look = reusedFor(1000, (key) => key.length);
  * look("a", 0); look("a", 500); // computed once
+ * look.refresh(10_000, 900); look("a", 1500); // computed at 900, reused at 1500
  * ```
  */
-export function reusedFor<T>(
-  reuseMs: number,
-  compute: (key: string) => T,
-): (key: string, now?: number) => T {
-  const last = new Map<string, { at: number; value: T }>();
-  return (key, now = Date.now()) => {
+export function reusedFor<T>(reuseMs: number, compute: (key: string) => T): Reused<T> {
+  const last = new Map<string, { at: number; usedAt: number; value: T }>();
+  const look = (key: string, now = Date.now()) => {
     const hit = last.get(key);
-    if (hit && now >= hit.at && now - hit.at < reuseMs) return hit.value;
+    if (hit && now >= hit.at && now - hit.at < reuseMs) {
+      hit.usedAt = now;
+      return hit.value;
+    }
     const value = compute(key);
-    last.set(key, { at: now, value });
+    last.set(key, { at: now, usedAt: now, value });
     return value;
   };
+  look.refresh = (usedWithinMs: number, now = Date.now()) => {
+    for (const [key, entry] of last) {
+      if (now < entry.usedAt || now - entry.usedAt >= usedWithinMs) last.delete(key);
+      else last.set(key, { ...entry, at: now, value: compute(key) });
+    }
+  };
+  return look;
 }
 
 /** The machine's part of a policy, by `[view, HOME, PATH, deny]` (JSON). */
@@ -319,3 +335,13 @@ const hostView = reusedFor(HOST_VIEW_REUSE_MS, (key) => {
     denyRead: secrets.filter(entryExists),
   };
 });
+
+/**
+ * Takes the machine's look again now for every `[view, HOME, PATH, deny]` a policy used less than
+ * `usedWithinMs` ago, so that the next policies within {@link HOST_VIEW_REUSE_MS} reuse it instead
+ * of looking on a call's path (`sandbox/look_ahead.ts`). Looks of keys not used that recently are
+ * dropped (the next policy for them looks again).
+ */
+export function refreshHostViews(usedWithinMs: number, now?: number): void {
+  hostView.refresh(usedWithinMs, now);
+}

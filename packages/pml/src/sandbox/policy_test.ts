@@ -1,5 +1,5 @@
 import { assertEquals } from "../testing/assert.ts";
-import { HOST_VIEW_REUSE_MS, reusedFor, sandboxPolicy } from "./policy.ts";
+import { HOST_VIEW_REUSE_MS, refreshHostViews, reusedFor, sandboxPolicy } from "./policy.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 
 Deno.test("reusedFor: one computation per key within the reuse window, a new one after it or when the clock goes back", () => {
@@ -19,5 +19,27 @@ Deno.test("sandboxPolicy: a secret that appears in HOME is hidden once the reuse
   assertEquals(sandboxPolicy({ view: "toolbox", env }).denyRead.includes(ssh), false);
   Deno.mkdirSync(ssh);
   await new Promise((r) => setTimeout(r, HOST_VIEW_REUSE_MS + 50));
+  assertEquals(sandboxPolicy({ view: "toolbox", env }).denyRead.includes(ssh), true);
+});
+
+Deno.test("reusedFor: a refresh looks again for the keys in use, and the looks it took are reused", () => {
+  let runs = 0;
+  const look = reusedFor(HOST_VIEW_REUSE_MS, (key) => `${key} ${++runs}`);
+  assertEquals(look("a", 10_000), "a 1");
+  assertEquals(look("b", 12_000), "b 2");
+  look.refresh(2_000, 12_500);
+  assertEquals(runs, 3, "only `b`, used 500 ms ago, is looked at again; `a` is dropped");
+  assertEquals(look("b", 12_500 + HOST_VIEW_REUSE_MS - 1), "b 3", "reused: no look on the call");
+  assertEquals(look("a", 12_600), "a 4", "a dropped key looks again on its next use");
+});
+
+Deno.test("refreshHostViews: a secret that appears in HOME is hidden from the next policy, without waiting for the reuse window", async () => {
+  await using ws = tempWorkspace();
+  const env = { HOME: ws.home, PATH: "/usr/bin" };
+  const ssh = `${ws.home}/.ssh`;
+  assertEquals(sandboxPolicy({ view: "toolbox", env }).denyRead.includes(ssh), false);
+  Deno.mkdirSync(ssh);
+  assertEquals(sandboxPolicy({ view: "toolbox", env }).denyRead.includes(ssh), false, "reused");
+  refreshHostViews(10_000);
   assertEquals(sandboxPolicy({ view: "toolbox", env }).denyRead.includes(ssh), true);
 });
