@@ -49,13 +49,23 @@ function answerModeOn(sdkTransport: typeof WebStandardStreamableHTTPServerTransp
       const plain = json ? this.#plainPost(request, parsedBody) : undefined;
       if (plain) return plain;
       sdkState(this)._enableJsonResponse = json;
-      const handled = this.handleRequest(request, { parsedBody });
-      const cancelled = cancelledIds(parsedBody);
-      return cancelled.length === 0 ? handled : handled.then((response) => {
-        // Below 300: the SDK handed the POST's messages on (its refusals are 4xx).
-        if (response.status < 300) { for (const id of cancelled) this.#release(id); }
-        return response;
-      });
+      return this.handleRequest(request, { parsedBody });
+    }
+
+    /**
+     * As the SDK's, with each `notifications/cancelled` the transport hands on (alone or in a
+     * batch, once the SDK's checks passed) followed by {@link #release} of its request.
+     */
+    override async start(): Promise<void> {
+      const deliver = this.onmessage;
+      if (deliver) {
+        this.onmessage = (message, extra) => {
+          deliver(message, extra);
+          const id = cancelledId(message);
+          if (id !== undefined) this.#release(id);
+        };
+      }
+      await super.start();
     }
 
     /**
@@ -258,18 +268,11 @@ interface SdkState {
   _standaloneSseStreamId: string;
 }
 
-/** The ids of the `notifications/cancelled` in a POST's body (one message or a batch). */
-function cancelledIds(body: unknown): RequestId[] {
-  const messages = Array.isArray(body) ? body : [body];
-  const ids: RequestId[] = [];
-  for (const m of messages) {
-    const message = m as { method?: unknown; params?: { requestId?: unknown } } | null;
-    const id = message?.method === "notifications/cancelled"
-      ? message.params?.requestId
-      : undefined;
-    if (typeof id === "string" || typeof id === "number") ids.push(id);
-  }
-  return ids;
+/** The id of the request a `notifications/cancelled` names; `undefined` for any other message. */
+function cancelledId(message: JSONRPCMessage): RequestId | undefined {
+  if (!("method" in message) || message.method !== "notifications/cancelled") return undefined;
+  const id = (message.params as { requestId?: unknown } | undefined)?.requestId;
+  return typeof id === "string" || typeof id === "number" ? id : undefined;
 }
 
 function sdkState(transport: WebStandardStreamableHTTPServerTransport): SdkState {

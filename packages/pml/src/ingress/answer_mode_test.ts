@@ -144,6 +144,22 @@ for (const json of [true, false]) {
   });
 }
 
+for (const json of [true, false]) {
+  Deno.test(`AnswerModeTransport: a batch that cancels its own call ends with no message (${json ? "JSON" : "SSE"})`, async () => {
+    const s = await waitingSession();
+    const batch = [tool(7, "wait"), {
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: 7, reason: "stop" },
+    }];
+    const res = await s.transport.handlePost(post(batch, "s1"), batch, json);
+    assertEquals(res.headers.get("content-type"), "text/event-stream");
+    assertEquals(await res.text(), "");
+    assertEquals(s.transport.held, 0);
+    await s.close();
+  });
+}
+
 Deno.test("AnswerModeTransport: a cancellation of a call already answered, or unknown, changes nothing", async () => {
   const s = await waitingSession();
   const call = tool(5, "echo");
