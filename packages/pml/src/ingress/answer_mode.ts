@@ -217,6 +217,13 @@ function answerModeOn(sdkTransport: typeof WebStandardStreamableHTTPServerTransp
       }
       const state = sdkState(this);
       const streamId = id === undefined ? undefined : state._requestToStreamMapping.get(id);
+      if (streamId === undefined && !answer && cancelledId(message) !== undefined) {
+        // The server gives up a request it sent the client during a call, after the client
+        // cancelled that call (its POST has ended, {@link #release}): on the session's GET stream,
+        // where the client still listens (dropped if it has none), as the SDK would have written it
+        // on the call's stream, which it kept open.
+        return await super.send(message);
+      }
       const stream = streamId === undefined ? undefined : state._streamMapping.get(streamId);
       const json = stream?.resolveJson !== undefined;
       // The form of the POST this message belongs to (messages of no POST take the SDK's own path).

@@ -3,7 +3,7 @@
  * answered call, in either form (the SDK's JSON form kept one entry per call for the session's life).
  */
 import { Server } from "../sdk/server.ts";
-import { CallToolRequestSchema } from "../sdk/types.ts";
+import { CallToolRequestSchema, EmptyResultSchema } from "../sdk/types.ts";
 import { assertEquals } from "../testing/assert.ts";
 import { answersInJson, loadAnswerModeTransport } from "./answer_mode.ts";
 
@@ -65,10 +65,21 @@ async function waitingSession() {
   const transport = new AnswerModeTransport({ sessionIdGenerator: () => "s1" });
   const server = new Server({ name: "t", version: "1" }, { capabilities: { tools: {} } });
   let running = 0;
+  const errors: string[] = [];
+  server.onerror = (err) => errors.push(err.message);
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (request.params.name === "wait") {
       running++;
       await new Promise((r) => extra.signal.addEventListener("abort", r));
+    }
+    if (request.params.name === "asks") {
+      // A request to the client on the call's stream, given up when the call is (as a relayed
+      // sampling request is when the MCP behind the call cancels it).
+      running++;
+      const mine = new AbortController();
+      extra.signal.addEventListener("abort", () => mine.abort("the call was cancelled"));
+      await extra.sendRequest({ method: "ping" }, EmptyResultSchema, { signal: mine.signal })
+        .catch(() => {});
     }
     return { content: [{ type: "text", text: `ok ${request.params.name}` }] };
   });
@@ -88,7 +99,9 @@ async function waitingSession() {
   await transport.handlePost(post(initialized, "s1"), initialized, false);
   return {
     transport,
-    /** Resolves once `n` calls of `wait` run. */
+    /** What the server reported through `onerror`. */
+    errors,
+    /** Resolves once `n` calls of `wait` or `asks` run. */
     async running(n: number) {
       while (running < n) await new Promise((r) => setTimeout(r));
     },
@@ -159,6 +172,34 @@ for (const json of [true, false]) {
     await s.close();
   });
 }
+
+Deno.test("AnswerModeTransport: the server's own cancellation of a request it sent during a call the client cancelled reaches the client", async () => {
+  const s = await waitingSession();
+  const listen = new Request(URL_, {
+    headers: {
+      accept: "text/event-stream",
+      "mcp-session-id": "s1",
+      "mcp-protocol-version": "2025-06-18",
+    },
+  });
+  const events = (await s.transport.handleRequest(listen)).body!.pipeThrough(
+    new TextDecoderStream(),
+  ).getReader();
+  const call = tool(8, "asks");
+  const stream = (await s.transport.handlePost(post(call, "s1"), call, false)).body!
+    .pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes('"method":"ping"')) seen += (await stream.read()).value;
+  await s.cancel(8);
+  // The call's stream ends; the cancellation of the server's ping comes on it or on the GET stream.
+  for (let r = await stream.read(); !r.done; r = await stream.read()) seen += r.value;
+  while (!seen.includes("notifications/cancelled")) seen += (await events.read()).value;
+  assertEquals(seen.includes('"reason":"the call was cancelled"'), true, seen);
+  assertEquals(s.errors, []);
+  assertEquals(s.transport.held, 0);
+  await events.cancel();
+  await s.close();
+});
 
 Deno.test("AnswerModeTransport: a cancellation of a call already answered, or unknown, changes nothing", async () => {
   const s = await waitingSession();
