@@ -7,7 +7,8 @@
  * `shell` is `ask` by default.
  */
 
-type Ctx = { workspace: string };
+/** `signal` aborts when the client cancels the call (`notifications/cancelled`). */
+type Ctx = { workspace: string; signal?: AbortSignal };
 type Args = Record<string, unknown>;
 
 const MAX_OUTPUT = 1024 * 1024;
@@ -72,8 +73,9 @@ function spawnInOwnSession(argv: string[], cwd: string): Deno.ChildProcess {
 /**
  * Runs `command` through `sh -c` (or `command` with `args` directly when `args` is given) with the
  * workspace as working directory. Returns exit code, stdout and stderr. The command runs in a
- * process group of its own: when it ends, or when `timeout_ms` passes, the whole group is killed,
- * so nothing it started outlives it and a background child holding its output cannot hold the call.
+ * process group of its own: when it ends, when `timeout_ms` passes, or when the client cancels the
+ * call (`ctx.signal`), the whole group is killed, so nothing it started outlives it and a background
+ * child holding its output cannot hold the call. A cancelled call throws an `AbortError`.
  */
 export async function exec(
   args: Args,
@@ -99,6 +101,8 @@ export async function exec(
     );
   }
   const timeoutMs = (t as number | undefined) ?? DEFAULT_TIMEOUT_MS;
+  const signal = ctx.signal;
+  if (signal?.aborted) throw cancelledError(command);
   const child = spawnInOwnSession(
     argv === undefined ? ["sh", "-c", command] : [command, ...(argv as string[])],
     ctx.workspace,
@@ -110,6 +114,9 @@ export async function exec(
     timedOut = true;
     killGroup(child.pid);
   }, timeoutMs);
+  const onCancel = () => killGroup(child.pid);
+  // No options object: the call's end removes it.
+  signal?.addEventListener("abort", onCancel);
   try {
     const status = await child.status;
     killGroup(child.pid); // what the command left running ends with it
@@ -120,10 +127,21 @@ export async function exec(
     ]);
     clearTimeout(drained);
     await Promise.all([stdout.cut(), stderr.cut()]);
+    if (signal?.aborted && !timedOut) throw cancelledError(command);
     return { code: status.code, stdout: stdout.text(), stderr: stderr.text(), timedOut };
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener("abort", onCancel);
   }
+}
+
+function cancelledError(command: string): Error {
+  return new DOMException(
+    `Command ${
+      JSON.stringify(command)
+    } was cancelled by the client; it and everything it started were killed`,
+    "AbortError",
+  );
 }
 
 /** Tool descriptions and input schemas. */

@@ -199,7 +199,38 @@ function createMessage(callId: number): (params: unknown) => Promise<unknown> {
     });
 }
 
+/**
+ * The calls in flight, by id: whether the host cancelled it, and the controller of its
+ * `ctx.signal`, made only when the module asks for the signal (the std reads never do).
+ */
+interface InFlight {
+  cancelled: boolean;
+  controller?: AbortController;
+}
+const inFlight = new Map<number, InFlight>();
+// Taken now, like the others: code in this process cannot turn a cancellation off.
+const Controller = AbortController;
+const abortWith = Function.prototype.call.bind(AbortController.prototype.abort) as (
+  controller: AbortController,
+  reason: unknown,
+) => void;
+const signalOf = Function.prototype.call.bind(
+  Object.getOwnPropertyDescriptor(AbortController.prototype, "signal")!.get!,
+) as (controller: AbortController) => AbortSignal;
+const CANCELLED = "the client cancelled the call";
+
+/** `ctx.signal` of a call: aborted when the host sends `cancel` for it. */
+function signalFor(call: InFlight): AbortSignal {
+  if (!call.controller) {
+    call.controller = new Controller();
+    if (call.cancelled) abortWith(call.controller, CANCELLED);
+  }
+  return signalOf(call.controller);
+}
+
 async function runCall(modules: ModuleTable, msg: Extract<HostMessage, { t: "call" }>) {
+  const call: InFlight = { cancelled: false };
+  inFlight.set(msg.id, call);
   if (msg.ahead?.length) {
     const slots: AheadSlot[] = [];
     for (let i = 0; i < msg.ahead.length; i++) {
@@ -216,18 +247,27 @@ async function runCall(modules: ModuleTable, msg: Extract<HostMessage, { t: "cal
       ...msg.ctx,
       mcp: mcpProxy(msg.id),
       createMessage: createMessage(msg.id),
+      get signal() {
+        return signalFor(call);
+      },
     });
     send({ t: "result", id: msg.id, ok: true, value: value === undefined ? null : value });
   } catch (err) {
     send({ t: "result", id: msg.id, ok: false, error: toWire(err) });
   } finally {
     aheadSlots.delete(msg.id);
+    inFlight.delete(msg.id);
   }
 }
 
 function handle(modules: ModuleTable, msg: HostMessage): void {
   if (msg.t === "call") {
     runCall(modules, msg);
+  } else if (msg.t === "cancel") {
+    const call = inFlight.get(msg.id);
+    if (!call || call.cancelled) return;
+    call.cancelled = true;
+    if (call.controller) abortWith(call.controller, CANCELLED);
   } else if (msg.t === "mcp_result") {
     const waiter = pendingMcp.get(msg.id);
     if (!waiter) return;

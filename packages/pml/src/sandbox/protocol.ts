@@ -13,6 +13,9 @@
  *   one of them, the runner sends `mcp_ahead` with its index (the host records the call) instead
  *   of `mcp`, and takes its outcome from the `ahead_result` the host sends once it has it (before
  *   or after). Each index is taken at most once; an outcome never taken is dropped.
+ * - `cancel`: the client cancelled call `id` (`notifications/cancelled`). The runner aborts the
+ *   call's `ctx.signal`; a module that honours it ends the call (`shell:exec` kills its command's
+ *   process group) and the call is still answered by its `result`. Other calls go on.
  */
 export type HostMessage =
   | {
@@ -24,6 +27,7 @@ export type HostMessage =
     ctx: { workspace: string };
     ahead?: string[];
   }
+  | { t: "cancel"; id: number }
   | { t: "mcp_result"; id: number; ok: true; value: unknown }
   | { t: "mcp_result"; id: number; ok: false; error: WireError }
   | { t: "ahead_result"; callId: number; index: number; ok: true; value: unknown }

@@ -287,7 +287,10 @@ export class SandboxProcess {
 
   /**
    * Runs `ns.action(args)` in the sandbox. A call that exceeds `timeoutMs` kills the process (a
-   * busy loop cannot be interrupted otherwise) and fails with `SANDBOX_TIMEOUT`.
+   * busy loop cannot be interrupted otherwise) and fails with `SANDBOX_TIMEOUT`. When `signal`
+   * aborts (the client cancelled the call), the runner is sent `cancel` for it: the module's
+   * `ctx.signal` aborts, the other calls of the sandbox go on, and the call settles with what the
+   * module answers then (`timeoutMs` still bounds a module that ignores it).
    */
   call(
     req: { ns: string; action: string; args: unknown; workspace: string },
@@ -296,6 +299,7 @@ export class SandboxProcess {
       onMcp?: McpHandler;
       onSample?: SampleHandler;
       ahead?: AheadCalls;
+      signal?: AbortSignal;
     } = {},
   ): Promise<unknown> {
     if (!this.#alive) {
@@ -304,7 +308,20 @@ export class SandboxProcess {
       );
     }
     const id = this.#nextId++;
-    return new Promise((resolve, reject) => {
+    const signal = opts.signal;
+    return new Promise((resolved, rejected) => {
+      let resolve = resolved;
+      let reject = rejected;
+      if (signal) {
+        const onAbort = () => {
+          if (this.#alive && this.#pending.has(id)) this.#send({ t: "cancel", id });
+        };
+        // No options object: Deno converts one on every call; the call's end removes it.
+        signal.addEventListener("abort", onAbort);
+        const off = () => signal.removeEventListener("abort", onAbort);
+        resolve = (value) => (off(), resolved(value));
+        reject = (err) => (off(), rejected(err));
+      }
       // Outcomes go to the sandbox as they come, except large ones, held until the code takes
       // them: a read the code does not end up making costs the sandbox at most AHEAD_PUSH_CHARS.
       const taken = new Set<number>();
@@ -349,6 +366,7 @@ export class SandboxProcess {
         ctx: { workspace: req.workspace },
         ...(opts.ahead?.keys.length ? { ahead: [...opts.ahead.keys] } : {}),
       });
+      if (signal?.aborted) this.#send({ t: "cancel", id });
       opts.ahead?.outcomes.forEach((outcome, index) => {
         const answer = (msg: HostMessage) => {
           if (!this.#alive || !this.#pending.has(id)) return;

@@ -241,6 +241,9 @@ export class DenoModuleTarget implements Target {
           timeoutMs: this.#d.timeoutMs ?? 30_000,
           onMcp: ctx.callTool,
           onSample: ctx.sample ? (params) => sampleFor(module, call.ns, params, ctx) : undefined,
+          // A module that honours `ctx.signal` ends a cancelled call; one that ignores it runs
+          // on to its end or its timeout.
+          signal: ctx.signal,
         },
       );
       return toCallToolResult(value);

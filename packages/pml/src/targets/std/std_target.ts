@@ -297,7 +297,7 @@ export class StdTarget implements Target {
     const secret = secretReadQuestion(call.toolId, args, call.args, this.#config.workspace);
     if (secret) {
       return await ctx.ask(secret, async (decision, by) => {
-        if (decision !== "no") return await this.#run(call, meta, args);
+        if (decision !== "no") return await this.#run(call, meta, args, ctx);
         await this.#audit.write("permission_denied", {
           tool: call.toolId,
           by,
@@ -308,7 +308,7 @@ export class StdTarget implements Target {
         );
       });
     }
-    return await this.#run(call, meta, args);
+    return await this.#run(call, meta, args, ctx);
   }
 
   /** Runs a confined (and, for a `.env` read, approved) call in its sandbox. */
@@ -316,6 +316,7 @@ export class StdTarget implements Target {
     call: ToolCall,
     meta: StdToolMeta,
     args: Record<string, unknown>,
+    ctx: CallContext,
   ): Promise<CallToolResult> {
     let unconfinedNote = "";
     if (meta.access === "run") {
@@ -347,7 +348,9 @@ export class StdTarget implements Target {
         { ns: call.ns, action: call.action, args, workspace: this.#config.workspace },
         // No `onMcp`: the std modules make no nested calls, so no line on their channel can ask
         // the gateway for one.
-        { timeoutMs: this.#hostTimeoutMs(meta.access, args) },
+        // The client's cancellation reaches the module as `ctx.signal` (`shell:exec` kills its
+        // command); the other calls of the sandbox go on.
+        { timeoutMs: this.#hostTimeoutMs(meta.access, args), signal: ctx.signal },
       ).finally(async () => {
         // What the command detached from its group (`setsid`) ends with the command too.
         if (meta.access === "run") await proc.killStrays();
