@@ -37,3 +37,42 @@ Deno.test("secret appears between calls: the next call's shell:exec cannot read 
     assertEquals(after.includes(MARK), false, `${rel} is hidden: ${after}`);
   }
 });
+
+Deno.test("entries replaced between calls: a secret created again or saved by a rename stays hidden, a guarded file saved by a rename stays read-only", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["shell"], ask: [], deny: [] } });
+  const config = ws.write(".git/config", "[core]\n\tbare = false\n");
+  const aws = join(ws.home, ".aws", "credentials");
+  const claude = join(ws.home, ".claude.json");
+  Deno.mkdirSync(join(aws, ".."));
+  Deno.writeTextFileSync(aws, "old\n");
+  Deno.writeTextFileSync(claude, "{}\n");
+  await using agent = await connectStdio(ws);
+  const shell = async (command: string, args?: string[]) =>
+    textOf(await agent.callTool({ name: "shell__exec", arguments: { command, args } }));
+  const before = await shell("cat", [aws, claude]); // the warm sandbox hides both
+  assertEquals(before.includes("old"), false, before);
+
+  // The host replaces each: the folder removed and made again, the file and `.git/config` saved
+  // by writing a new file and renaming it over the old one (as editors, agents and `git` do).
+  Deno.removeSync(join(aws, ".."), { recursive: true });
+  Deno.mkdirSync(join(aws, ".."));
+  Deno.writeTextFileSync(aws, `${MARK}\n`);
+  Deno.writeTextFileSync(`${claude}.tmp`, `{"token":"${MARK}"}\n`);
+  Deno.renameSync(`${claude}.tmp`, claude);
+  Deno.writeTextFileSync(`${config}.lock`, "[core]\n\tbare = false\n");
+  Deno.renameSync(`${config}.lock`, config);
+
+  // At once: the guarded file, checked on every call.
+  const wrote = await shell("echo '[core] fsmonitor = evil' >> .git/config");
+  assertEquals(Deno.readTextFileSync(config), "[core]\n\tbare = false\n", wrote);
+  // After the agent's turn: the secrets, from the next look at the machine.
+  await new Promise((r) => setTimeout(r, HOST_VIEW_REUSE_MS + 300));
+  const after = await shell("cat", [aws, claude]);
+  assertEquals(after.includes(MARK), false, `the new entries are hidden: ${after}`);
+  // Beside the walls: the workspace is still writable, a plain file in HOME reads.
+  ws.write("notes.txt", "x");
+  await shell("echo more >> notes.txt");
+  assertEquals(ws.read("notes.txt"), "xmore\n");
+  Deno.writeTextFileSync(join(ws.home, "plain.txt"), `${PLAIN}\n`);
+  assert((await shell("cat", [join(ws.home, "plain.txt")])).includes(PLAIN));
+});

@@ -25,3 +25,18 @@ function statSucceeds(stat: (path: string) => unknown, path: string): boolean {
     return false;
   }
 }
+
+/**
+ * `"<device>:<inode>:<birth time>"` of the entry `path` names (the link itself for a symlink), or
+ * `undefined` when there is none: what tells a file removed and created again (or replaced by a
+ * rename, as editors and `git` save) from the one that was there, even where the file system gives
+ * the new one the freed inode number (the birth time in ms, where the file system keeps one).
+ */
+export function entryIdentity(path: string): string | undefined {
+  try {
+    const info = Deno.lstatSync(path);
+    return `${info.dev}:${info.ino}:${info.birthtime?.getTime() ?? ""}`;
+  } catch {
+    return undefined;
+  }
+}

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { entryExists, exists } from "../exists.ts";
+import { entryIdentity, exists } from "../exists.ts";
 import { isAbsolute, join } from "node:path";
 import { within } from "../config/control_files.ts";
 import { DENO_LIMITS, PROGRAM_LIMITS, type SandboxLimits } from "./limits.ts";
@@ -53,6 +53,15 @@ export interface OsPolicy {
   readonly sockets: readonly string[];
   /** Processes, `/tmp` and `/dev/shm` sizes, file size, memory (`limits.ts`). */
   readonly limits: SandboxLimits;
+  /**
+   * Which entries `denyRead` and `denyWrite` named when the policy was made (`entryIdentity` of
+   * each, in order; of the secrets only those inside `read` or `write`, the ones bound). A running
+   * sandbox's mount over a secret or a guarded file comes off when the host removes that entry, so
+   * one created again in its place (`rm -rf ~/.aws` then `aws configure`; `~/.claude.json` or
+   * `.git/config` saved by a rename) would be readable or writable there: the new entry changes
+   * the policy, and the pool replaces that sandbox.
+   */
+  readonly entries?: string;
 }
 
 /** System folders of the toolbox view (those that exist): programs, libraries, configuration. */
@@ -251,21 +260,25 @@ export interface PolicyInput {
  * ```
  */
 export function sandboxPolicy(input: PolicyInput): OsPolicy {
-  const { view, denyRead } = hostView(
+  const look = hostView(
     JSON.stringify([input.view, input.env.HOME ?? null, input.env.PATH ?? null, input.deny ?? []]),
   );
   // Only what exists can be bound: a secret or a guarded file that appears later changes the
   // policy, and the pool then replaces the warm sandbox that did not hide it (for secrets, from the
   // next look at the machine: see HOST_VIEW_REUSE_MS).
+  const read = [...new Set([...look.view, ...(input.read ?? [])])];
+  const write = [...new Set(input.write ?? [])];
+  const guarded = existing([...new Set(input.denyWrite ?? [])]);
   return {
-    read: [...new Set([...view, ...(input.read ?? [])])],
-    write: [...new Set(input.write ?? [])],
-    denyRead,
-    denyWrite: [...new Set(input.denyWrite ?? [])].filter(entryExists),
+    read,
+    write,
+    denyRead: look.denyRead,
+    denyWrite: guarded.map(([path]) => path),
     net: [...new Set(input.net ?? [])],
     identity: sandboxIdentity(),
     sockets: [...(input.sockets ?? [])],
     limits: input.limits ?? (input.view === "toolbox" ? PROGRAM_LIMITS : DENO_LIMITS),
+    entries: [look.shownIn(read, write), ...guarded.map(([, id]) => id)].join(" "),
   };
 }
 
@@ -330,11 +343,36 @@ const hostView = reusedFor(HOST_VIEW_REUSE_MS, (key) => {
   ];
   const env = { HOME: home ?? undefined, PATH: path ?? undefined };
   const secrets = secretPaths(env.HOME, deny);
+  const found = existing(secrets);
+  const shown = new Map<string, string>();
   return {
     view: view === "toolbox" ? toolboxReads(env, secrets) : libsReads(),
-    denyRead: secrets.filter(entryExists),
+    denyRead: found.map(([path]) => path),
+    /**
+     * The identities of the secrets a sandbox with these roots sees (only those are bound), once
+     * per set of roots and look: a policy is made for every call.
+     */
+    shownIn(read: readonly string[], write: readonly string[]): string {
+      const key = JSON.stringify([read, write]);
+      let ids = shown.get(key);
+      if (ids === undefined) {
+        const roots = [...read, ...write];
+        ids = found.filter(([path]) => roots.some((root) => within(path, root)))
+          .map(([, id]) => id).join(" ");
+        shown.set(key, ids);
+      }
+      return ids;
+    },
   };
 });
+
+/** The entries of `paths` that exist, each with its {@link entryIdentity}. */
+function existing(paths: readonly string[]): [path: string, id: string][] {
+  return paths.flatMap((path) => {
+    const id = entryIdentity(path);
+    return id === undefined ? [] : [[path, id] as [string, string]];
+  });
+}
 
 /**
  * Takes the machine's look again now for every `[view, HOME, PATH, deny]` a policy used less than

@@ -1,4 +1,4 @@
-import { assertEquals } from "../testing/assert.ts";
+import { assert, assertEquals } from "../testing/assert.ts";
 import { HOST_VIEW_REUSE_MS, refreshHostViews, reusedFor, sandboxPolicy } from "./policy.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 
@@ -42,4 +42,28 @@ Deno.test("refreshHostViews: a secret that appears in HOME is hidden from the ne
   assertEquals(sandboxPolicy({ view: "toolbox", env }).denyRead.includes(ssh), false, "reused");
   refreshHostViews(10_000);
   assertEquals(sandboxPolicy({ view: "toolbox", env }).denyRead.includes(ssh), true);
+});
+
+Deno.test("sandboxPolicy: a secret or a guarded file replaced by a new entry changes the policy, one written in place does not", async () => {
+  await using ws = tempWorkspace();
+  const env = { HOME: ws.home, PATH: "/usr/bin" };
+  const secret = `${ws.home}/.npmrc`;
+  const guarded = ws.write(".git/config", "a");
+  Deno.writeTextFileSync(secret, "a");
+  const policy = () =>
+    JSON.stringify(sandboxPolicy({ view: "toolbox", env, write: [ws.dir], denyWrite: [guarded] }));
+  const first = policy();
+  Deno.writeTextFileSync(secret, "b");
+  Deno.writeTextFileSync(guarded, "b");
+  refreshHostViews(10_000);
+  assertEquals(policy(), first, "written in place: the same entries, the same sandbox");
+  Deno.writeTextFileSync(`${guarded}.lock`, "c");
+  Deno.renameSync(`${guarded}.lock`, guarded);
+  const renamed = policy();
+  assert(renamed !== first, "a guarded file saved by a rename is a new entry, at once");
+  Deno.removeSync(secret);
+  Deno.writeTextFileSync(secret, "c");
+  assertEquals(policy(), renamed, "a secret's look is reused");
+  refreshHostViews(10_000);
+  assert(policy() !== renamed, "a secret created again is a new entry from the next look");
 });
