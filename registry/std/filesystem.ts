@@ -8,7 +8,8 @@
  * inside the workspace before the call reaches this module; the sandbox flags are the second wall.
  */
 
-type Ctx = { workspace: string };
+/** `signal` aborts when the client cancels the call (`notifications/cancelled`). */
+type Ctx = { workspace: string; signal?: AbortSignal };
 type Args = Record<string, unknown>;
 
 const MAX_TREE_ENTRIES = 10_000;
@@ -142,6 +143,7 @@ function globToRegExp(glob: string): RegExp {
 /**
  * Finds files and directories below `path` whose name (or relative path, for patterns with a
  * slash) matches `pattern` (a glob, or a plain case-insensitive substring). Links are not followed.
+ * A walk the client cancels stops at the next directory with an `AbortError`.
  */
 export async function search_files(args: Args, ctx: Ctx): Promise<string> {
   const root = str(args, "path");
@@ -153,7 +155,14 @@ export async function search_files(args: Args, ctx: Ctx): Promise<string> {
   const matcher = isGlob ? globToRegExp(pattern) : undefined;
   const needle = pattern.toLowerCase();
   const results: string[] = [];
+  const signal = ctx.signal;
   async function walk(dir: string, relDir: string): Promise<void> {
+    if (signal?.aborted) {
+      throw new DOMException(
+        `Search of ${JSON.stringify(root)} was cancelled by the client`,
+        "AbortError",
+      );
+    }
     for await (const e of Deno.readDir(dir)) {
       if (results.length >= MAX_SEARCH_RESULTS) return;
       const relPath = relDir ? `${relDir}/${e.name}` : e.name;
