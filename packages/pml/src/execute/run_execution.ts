@@ -118,6 +118,13 @@ export async function runAttempt(
   const onAbort = () =>
     end({ kind: "error", code: "CODE_ERROR", message: "pml:execute was cancelled by the client" });
   channel.signal?.addEventListener("abort", onAbort);
+  // The calls the code makes end with the run: when it ends (the code returned or failed, a
+  // timeout, a pause, the client's cancellation), those still running are cancelled (a
+  // `shell:exec` command is killed), as the client's own cancellation cancels them.
+  const ended = new AbortController();
+  const callSignal = channel.signal
+    ? AbortSignal.any([channel.signal, ended.signal])
+    : ended.signal;
 
   const live = async (index: number, tool: string, args: unknown): Promise<unknown> => {
     if (!isToolId(tool)) throw callError("UNKNOWN_TOOL", `Unknown tool "${tool}"`);
@@ -149,7 +156,7 @@ export async function runAttempt(
         rpcTimer?.resume();
       }
     };
-    const run = deps.runTool(tool, args, { ...channel, elicit });
+    const run = deps.runTool(tool, args, { ...channel, elicit, signal: callSignal });
     run.catch(() => {}); // may settle after the race was lost to the timer
     const timeout = new Promise<never>((_, reject) => {
       rpcTimer = new Deadline(deps.rpcTimeoutMs, () => reject(rpcTimeout(deps, tool)));
@@ -284,6 +291,7 @@ export async function runAttempt(
   } finally {
     deadline.clear();
     channel.signal?.removeEventListener("abort", onAbort);
+    ended.abort("the pml:execute run ended");
     // Killed in every case; a run that was stopped (timeout, pause) also waits for the reap, so
     // that its result is only returned once the process is gone.
     if (stop) await proc.close();
