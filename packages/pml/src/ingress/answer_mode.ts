@@ -115,14 +115,18 @@ function answerModeOn(sdkTransport: typeof WebStandardStreamableHTTPServerTransp
       if (!stream?.resolveJson) return stream?.cleanup();
       state._streamMapping.delete(streamId);
       stream.resolveJson(
-        answers.length === 0 ? this.#noMessage() : new Response(
-          JSON.stringify(answers.length === 1 ? answers[0] : answers),
-          {
-            status: 200,
-            headers: { "Content-Type": "application/json", "mcp-session-id": this.sessionId! },
-          },
-        ),
+        answers.length === 0
+          ? this.#noMessage()
+          : this.#jsonAnswer(answers.length === 1 ? answers[0] : answers),
       );
+    }
+
+    /** A POST's answer in JSON (one message or a batch's), as the SDK writes it. */
+    #jsonAnswer(body: unknown): Response {
+      return new Response(JSON.stringify(body), {
+        status: 200,
+        headers: { "Content-Type": "application/json", "mcp-session-id": this.sessionId! },
+      });
     }
 
     /** The end of a POST whose requests get no answer: an SSE stream with no event. */
@@ -207,12 +211,7 @@ function answerModeOn(sdkTransport: typeof WebStandardStreamableHTTPServerTransp
         if (!answer) return;
         const resolve = this.#plain.get(id)!;
         this.#plain.delete(id);
-        resolve(
-          new Response(JSON.stringify(message), {
-            status: 200,
-            headers: { "Content-Type": "application/json", "mcp-session-id": this.sessionId! },
-          }),
-        );
+        resolve(this.#jsonAnswer(message));
         return;
       }
       const state = sdkState(this);

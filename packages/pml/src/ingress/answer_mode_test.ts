@@ -21,13 +21,11 @@ function post(body: unknown, session?: string): Request {
   });
 }
 
-Deno.test("AnswerModeTransport: calls answered in JSON and on SSE leave nothing behind in the session", async () => {
-  const AnswerModeTransport = await loadAnswerModeTransport();
-  const transport = new AnswerModeTransport({ sessionIdGenerator: () => "s1" });
-  const server = new Server({ name: "t", version: "1" }, { capabilities: { tools: {} } });
-  server.setRequestHandler(CallToolRequestSchema, (request) => ({
-    content: [{ type: "text", text: `ok ${request.params.name}` }],
-  }));
+/** Connects `server` to `transport` and opens session "s1" (`initialize`, then `initialized`). */
+async function initialize(
+  server: Server,
+  transport: Awaited<ReturnType<typeof loadAnswerModeTransport>>["prototype"],
+): Promise<void> {
   await server.connect(transport);
   const init = {
     jsonrpc: "2.0",
@@ -45,6 +43,16 @@ Deno.test("AnswerModeTransport: calls answered in JSON and on SSE leave nothing 
     (await transport.handlePost(post(initialized, "s1"), initialized, false)).status,
     202,
   );
+}
+
+Deno.test("AnswerModeTransport: calls answered in JSON and on SSE leave nothing behind in the session", async () => {
+  const AnswerModeTransport = await loadAnswerModeTransport();
+  const transport = new AnswerModeTransport({ sessionIdGenerator: () => "s1" });
+  const server = new Server({ name: "t", version: "1" }, { capabilities: { tools: {} } });
+  server.setRequestHandler(CallToolRequestSchema, (request) => ({
+    content: [{ type: "text", text: `ok ${request.params.name}` }],
+  }));
+  await initialize(server, transport);
 
   for (let i = 1; i <= 20; i++) {
     const call = { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: `t${i}` } };
@@ -83,20 +91,7 @@ async function waitingSession() {
     }
     return { content: [{ type: "text", text: `ok ${request.params.name}` }] };
   });
-  await server.connect(transport);
-  const init = {
-    jsonrpc: "2.0",
-    id: 0,
-    method: "initialize",
-    params: {
-      protocolVersion: "2025-06-18",
-      capabilities: {},
-      clientInfo: { name: "c", version: "1" },
-    },
-  };
-  await (await transport.handlePost(post(init), init, false)).text();
-  const initialized = { jsonrpc: "2.0", method: "notifications/initialized" };
-  await transport.handlePost(post(initialized, "s1"), initialized, false);
+  await initialize(server, transport);
   return {
     transport,
     /** What the server reported through `onerror`. */
