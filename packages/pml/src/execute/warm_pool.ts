@@ -102,7 +102,7 @@ export class ExecSandboxPool {
     // replaced at once, so that the next execution still finds one. One that died before its
     // warm-up ran is not started again and again: the next take starts one and says why it fails.
     proc.exited.then(async () => {
-      if (this.#warm !== proc || !(await warmedUp) || this.#warm !== proc) return;
+      if (!(await warmedUp) || this.#warm !== proc) return;
       this.#warm = undefined;
       this.prewarm();
     });
