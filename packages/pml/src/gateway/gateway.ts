@@ -223,7 +223,7 @@ export class Gateway {
     const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
     return notice && (result.isError || status === "approval_required" ||
         status === "waiting_for_human")
-      ? { ...result, content: [...result.content, { type: "text", text: notice }] }
+      ? withNotice(result, notice)
       : result;
   }
 
@@ -491,6 +491,28 @@ export class Gateway {
       ...(this.#deps.resources ?? []).map((r) => r.close()),
     ]);
   }
+}
+
+/**
+ * `result` with `notice` where every client's model reads it: in `structuredContent` (Claude Code
+ * and Codex hand the model that alone when it is present) and in the first text block (what the
+ * others show). A first block that is the structured content's JSON stays that JSON, with the
+ * notice as its `notice` field.
+ */
+function withNotice(result: CallToolResult, notice: string): CallToolResult {
+  const structured = result.structuredContent;
+  const noted = structured && { ...structured, notice };
+  const [first, ...rest] = result.content;
+  const text = first?.type !== "text"
+    ? notice
+    : noted && first.text === JSON.stringify(structured)
+    ? JSON.stringify(noted)
+    : `${first.text}\n\n${notice}`;
+  return {
+    ...result,
+    ...(noted ? { structuredContent: noted } : {}),
+    content: [{ type: "text", text }, ...(first?.type === "text" ? rest : result.content)],
+  };
 }
 
 function splitCall(toolId: string, args: Record<string, unknown>): ToolCall {
