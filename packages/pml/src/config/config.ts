@@ -6,6 +6,7 @@ import {
   DEFAULT_LOCK_MAX_AGE_DAYS,
   DEFAULT_PERMISSIONS,
   DEFAULT_PORT,
+  METADATA_PLACEHOLDERS,
 } from "./defaults.ts";
 import { type PmlFile, pmlSchemas, type PrivateMcp } from "./schema.ts";
 import { readApiKey } from "./credentials.ts";
@@ -111,12 +112,7 @@ export function trustNotice(config: Pick<Config, "trust" | "configPath">): strin
     `in ${config.trust.folder}.`;
 }
 
-/**
- * The placeholders of registry metadata (`${workspace}`, `${packageDir}`), expanded by PML when it
- * launches a stdio server, never read from the environment. Kept as written inside `private_mcps`
- * (so a registry entry can be pasted there as it is); an error anywhere else.
- */
-export const METADATA_PLACEHOLDERS: ReadonlySet<string> = new Set(["workspace", "packageDir"]);
+export { METADATA_PLACEHOLDERS };
 
 /**
  * Expands `${VAR}` from `env` in every string of a JSON value; unset variables are an error. The
@@ -158,6 +154,21 @@ export function parsePmlFile(
   path: string,
   env: Readonly<Record<string, string>>,
 ): PmlFile {
+  return readPmlFile(text, path, env).expanded;
+}
+
+/**
+ * A `.pml.json` parsed once, two ways: `expanded` (its `${VAR}` replaced from the environment: what
+ * applies once a human trusted it) and `written` (the same value with every string as written, no
+ * variable expanded: what is judged and shown while nobody trusted it). The expansion checks the
+ * file's shape (its error messages quote no value); nothing of `expanded` is used or shown unless
+ * the file applies.
+ */
+export function readPmlFile(
+  text: string,
+  path: string,
+  env: Readonly<Record<string, string>>,
+): { readonly expanded: PmlFile; readonly written: PmlFile } {
   let raw: unknown;
   try {
     // Editors on Windows save "UTF-8 with BOM"; the mark is no JSON, the content is.
@@ -186,7 +197,25 @@ export function parsePmlFile(
       { details: { field, issues: parsed.error.issues } },
     );
   }
-  return parsed.data;
+  return { expanded: parsed.data, written: asWritten(parsed.data, raw) as PmlFile };
+}
+
+/** `parsed` (with the schema's defaults) with each string put back as `raw` has it, unexpanded. */
+function asWritten(parsed: unknown, raw: unknown): unknown {
+  if (typeof raw === "string") return raw;
+  if (Array.isArray(parsed) && Array.isArray(raw)) {
+    return parsed.map((value, i) => asWritten(value, raw[i]));
+  }
+  if (isRecord(parsed) && isRecord(raw)) {
+    return Object.fromEntries(
+      Object.entries(parsed).map(([k, v]) => [k, Object.hasOwn(raw, k) ? asWritten(v, raw[k]) : v]),
+    );
+  }
+  return parsed;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function notifySetting(
@@ -281,10 +310,12 @@ function readConfigFile(opts: ConfigSources): ConfigFileRead {
 /** The configuration from `.pml.json`'s text (if any) and its SHA-256 hex `hash`. */
 function configOf(opts: ConfigSources, read: ConfigFileRead, hash: string | undefined): Config {
   const { ws, configPath, text } = read;
-  const written: PmlFile = text === undefined ? {} : parsePmlFile(text, configPath, opts.env);
+  const parsed = text === undefined ? undefined : readPmlFile(text, configPath, opts.env);
   const pmlHome = pmlHomeOf(opts.env, opts.home ?? opts.env.HOME ?? ws.path);
-  const trust = workspaceTrust(hash, written, ws.path, pmlHome);
-  // Until a human trusted it, a file that widens applies only where it narrows.
+  // Judged as written: a `${VAR}` widens (it reads the environment), and no value of one is quoted.
+  const trust = workspaceTrust(hash, parsed?.written ?? {}, ws.path, pmlHome);
+  // Until a human trusted it, a file that widens applies only where it narrows, unexpanded.
+  const written: PmlFile = trust.state === "untrusted" ? parsed!.written : parsed?.expanded ?? {};
   const file = trust.state === "untrusted" ? narrowedFile(written) : written;
   let workspace = ws.path;
   if (file.workspace && ws.source !== "env") workspace = realOrResolved(ws.path, file.workspace);
@@ -294,9 +325,14 @@ function configOf(opts: ConfigSources, read: ConfigFileRead, hash: string | unde
     "",
   );
   requireSecureUrl(cloudUrl, opts.env.PML_CLOUD_URL ? "PML_CLOUD_URL" : `${configPath}: cloudUrl`);
-  if (written.cloudUrl) requireSecureUrl(written.cloudUrl, `${configPath}: cloudUrl`);
+  // An untrusted file's URLs are checked as written where they name no variable (the others are
+  // neither expanded nor used until a human trusts the file, and then checked expanded).
+  const checked = (url: string) => trust.state !== "untrusted" || !url.includes("${");
+  if (written.cloudUrl && checked(written.cloudUrl)) {
+    requireSecureUrl(written.cloudUrl, `${configPath}: cloudUrl`);
+  }
   (written.registries ?? []).forEach((url, i) =>
-    requireSecureUrl(url, `${configPath}: registries[${i}]`)
+    checked(url) && requireSecureUrl(url, `${configPath}: registries[${i}]`)
   );
   return Object.freeze({
     workspace,

@@ -38,3 +38,10 @@ export const DEFAULT_PERMISSIONS: Permissions = Object.freeze({
   ask: Object.freeze([...FILESYSTEM_WRITE_TOOLS, "shell:exec"]),
   deny: Object.freeze([]),
 });
+
+/**
+ * The placeholders of registry metadata (`${workspace}`, `${packageDir}`), expanded by PML when it
+ * launches a stdio server, never read from the environment. Kept as written inside `private_mcps`
+ * (so a registry entry can be pasted there as it is); an error anywhere else.
+ */
+export const METADATA_PLACEHOLDERS: ReadonlySet<string> = new Set(["workspace", "packageDir"]);

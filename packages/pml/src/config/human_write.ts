@@ -7,7 +7,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { parsePmlFile } from "./config.ts";
+import { readPmlFile } from "./config.ts";
 import { keepTrusted } from "./trust_store.ts";
 import { wideningOf } from "./widening.ts";
 import { writeFileAtomic } from "./write_json.ts";
@@ -43,7 +43,7 @@ function widensNothing(
   env: Readonly<Record<string, string>>,
 ): boolean {
   try {
-    return wideningOf(parsePmlFile(text, path, env), folder).length === 0;
+    return wideningOf(readPmlFile(text, path, env).written, folder).length === 0;
   } catch {
     return false; // it did not load: it applied nothing, and vouches for nothing
   }

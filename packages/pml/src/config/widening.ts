@@ -9,7 +9,8 @@
  * `private_mcps` entry (it runs a command or code that came with the folder), `registries`, a
  * `workspace` outside the folder, a `cloudUrl` other than the default (the API key is sent there),
  * `env` (BYOK variables sent to cloud tools), a `lockfile.maxAgeDays` below the default (pins
- * dropped, then re-pinned without a question, sooner).
+ * dropped, then re-pinned without a question, sooner), and any `${VAR}` (a value of the user's
+ * environment: an untrusted file is never expanded, so no notice quotes a key it names).
  *
  * @module
  */
@@ -20,13 +21,14 @@ import {
   DEFAULT_LOCK_MAX_AGE_DAYS,
   DEFAULT_PERMISSIONS,
   FILESYSTEM_READ_TOOLS,
+  METADATA_PLACEHOLDERS,
 } from "./defaults.ts";
 import type { PmlFile } from "./schema.ts";
 
 const READS: ReadonlySet<string> = new Set(FILESYSTEM_READ_TOOLS);
 
 /**
- * What `file` (parsed, variables expanded) widens beyond the built-in defaults, one line each, for
+ * What `file` (parsed, as written: variables not expanded) widens beyond the built-in defaults, one line each, for
  * `pml trust`, `pml status` and the notices. Empty: the file only narrows, and applies as it is.
  *
  * @example
@@ -68,6 +70,10 @@ export function wideningOf(file: PmlFile, folder: string): string[] {
     file.cloudUrl.replace(/\/+$/, "") !== DEFAULT_CLOUD_URL
   ) out.push(`cloudUrl "${file.cloudUrl}" (receives your PML API key)`);
   for (const name of file.env ?? []) out.push(`env "${name}" (sent to cloud tools)`);
+  for (const { at, value, names } of variablesOf(file)) {
+    const vars = names.map((n) => `\${${n}}`).join(", ");
+    out.push(`${at} "${value}" (reads ${vars} from your environment: expanded only once trusted)`);
+  }
   if (shortensPins(file)) {
     out.push(
       `lockfile.maxAgeDays ${file.lockfile!.maxAgeDays} (pins dropped sooner than the default ` +
@@ -75,6 +81,26 @@ export function wideningOf(file: PmlFile, folder: string): string[] {
     );
   }
   return out;
+}
+
+/**
+ * Every string of `value` (a file as written) that names a `${NAME}`, with where it stands (array
+ * indexes left out: `sandbox.write`) and the names; the metadata placeholders inside
+ * `private_mcps` are no variables (the launcher fills them).
+ */
+function variablesOf(value: unknown, at = ""): { at: string; value: string; names: string[] }[] {
+  if (typeof value === "string") {
+    const inMcps = at.startsWith("private_mcps.");
+    const names = [...value.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)]
+      .map(([, name]) => name)
+      .filter((name) => !(inMcps && METADATA_PLACEHOLDERS.has(name)));
+    return names.length ? [{ at, value, names: [...new Set(names)] }] : [];
+  }
+  if (Array.isArray(value)) return value.flatMap((v) => variablesOf(v, at));
+  if (value && typeof value === "object") {
+    return Object.entries(value).flatMap(([k, v]) => variablesOf(v, at ? `${at}.${k}` : k));
+  }
+  return [];
 }
 
 /** A `lockfile.maxAgeDays` below the default: pins are dropped (and re-pinned unasked) sooner. */
