@@ -531,7 +531,8 @@ Deno.test("gemini -p with the .gemini/settings.json of `pml init --client gemini
   ]);
   const run = await output(
     new Deno.Command(GEMINI, {
-      args: ["-p", "Do the task.", "--model", "gemini-2.5-flash", "--yolo"],
+      // No --yolo: the entry's "trust": true is what lets PML's tools reach the model.
+      args: ["-p", "Do the task.", "--model", "gemini-2.5-flash"],
       cwd: ws.dir,
       env: geminiEnv(ws.home, trap, api),
       clearEnv: true,

@@ -7,15 +7,18 @@
  * - Cursor reads `.cursor/mcp.json` (`mcpServers`) and expands `${workspaceFolder}`.
  * - VS Code reads `.vscode/mcp.json` (`servers`, each with a `type`) and expands
  *   `${workspaceFolder}`.
- * - Gemini CLI reads `.gemini/settings.json` (`mcpServers`; `httpUrl` for Streamable HTTP) and
- *   keeps variables that look like secrets from MCP servers unless the entry's `env` names them.
+ * - Gemini CLI reads `.gemini/settings.json` (`mcpServers`; `httpUrl` for Streamable HTTP),
+ *   keeps variables that look like secrets from MCP servers unless the entry's `env` names them,
+ *   and in headless runs offers a server's tools only with `"trust": true` on its entry (or
+ *   `--yolo`): the entry says it, and PML's own permissions decide.
  * - Codex reads TOML (`[mcp_servers.pml]`, `env_vars` to pass variables through).
  * - opencode reads `opencode.json` in the project (`mcp`, each entry `"type": "local"` with the
  *   command as one array, or `"type": "remote"` with a `url`) and starts local servers in the
  *   project folder with its own environment.
  * - Qwen Code reads `.qwen/settings.json` (`mcpServers`, Gemini CLI's syntax: `httpUrl` for
  *   Streamable HTTP) and asks before every MCP call unless the entry says `"trust": true`: PML's
- *   own permissions then decide, as they do for every other client.
+ *   own permissions then decide, as they do for every other client. Its model sees no tool of a
+ *   project's server until the user approves that server once (`qwen mcp approve pml`).
  *
  * @module
  */
@@ -93,9 +96,10 @@ export function jsonClientConfig(
         client,
         file: ".gemini/settings.json",
         key: "mcpServers",
-        entry: http ? { httpUrl: url(input.port) } : {
+        entry: http ? { httpUrl: url(input.port), trust: true } : {
           ...stdio,
           ...(input.byokEnv.length ? { env: passThrough(input, (v) => `\${${v}}`) } : {}),
+          trust: true,
         },
       };
     case "opencode":
@@ -130,16 +134,17 @@ export function trustNote(client: ClientName): string | undefined {
       return "Codex: the project's .codex/config.toml is read only in a trusted project " +
         '([projects."<dir>"] trust_level = "trusted" in ~/.codex/config.toml)';
     case "gemini":
-      return 'Gemini CLI: headless runs offer PML\'s tools only with "trust": true on the pml ' +
-        "entry or --yolo; GEMINI_CLI_TRUST_WORKSPACE=true (or --skip-trust) for the project's " +
-        "settings";
+      return 'Gemini CLI: the entry says "trust": true, so headless runs offer PML\'s tools ' +
+        "without --yolo and PML's .pml.json decides allow, ask and deny; headless runs read the " +
+        "project's settings only with GEMINI_CLI_TRUST_WORKSPACE=true (or --skip-trust)";
     case "opencode":
       return 'opencode: runs MCP tools without asking unless its "permission" says otherwise; ' +
         'a rule "pml_*": "allow" there keeps every PML tool to PML\'s own .pml.json';
     case "qwen":
-      return 'Qwen Code: the entry says "trust": true, so Qwen does not ask before PML\'s tools ' +
-        "and PML's .pml.json decides allow, ask and deny (shell, writes and installs still wait " +
-        "for you); remove it to have Qwen ask as well";
+      return "Qwen Code: run `qwen mcp approve pml` once in this project: until then Qwen shows " +
+        'its model none of PML\'s tools. The entry says "trust": true, so Qwen does not ask ' +
+        "before PML's tools and PML's .pml.json decides allow, ask and deny (shell, writes and " +
+        "installs still wait for you); remove it to have Qwen ask as well";
     default:
       return undefined;
   }

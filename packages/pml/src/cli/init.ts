@@ -11,6 +11,8 @@ import { checkPermission } from "../permission/patterns.ts";
 import type { CliIo } from "./io.ts";
 import { clientServers } from "../import/find_servers.ts";
 import { runImport } from "./import.ts";
+import { clientCommand } from "./client_command.ts";
+import { ignorePmlFolder } from "./git_ignore.ts";
 import {
   type ClientName,
   codexToml,
@@ -28,8 +30,12 @@ export interface InitOptions {
   readonly cloudUrl?: string;
   readonly transport: "stdio" | "http";
   readonly port?: number;
-  /** The command the MCP client runs (default: `pml` when on PATH, else this launcher's path). */
-  readonly command: string;
+  /**
+   * How this `pml` was started (`PML_LAUNCHER`: the launcher's absolute path, or `pml`). The client
+   * files name `pml` when the PATH finds one, this path only when it does not
+   * ({@link clientCommand}).
+   */
+  readonly launcher: string;
   /** The clients whose config files to write (default: Claude Code's `.mcp.json`). */
   readonly clients?: readonly ClientName[];
   /** `--workspace DIR` (spike, option B): the folder to set up; wins over `PML_WORKSPACE`. */
@@ -75,8 +81,9 @@ function initWorkspace(dir: string | undefined, io: CliIo): ResolvedWorkspace {
 }
 
 /**
- * `pml init`: writes `.pml.json` (kept if it exists) and adds PML to `.mcp.json` (other servers
- * kept, the old file saved as `.mcp.json.backup`). Safe to re-run: unchanged files are not touched.
+ * `pml init`: writes `.pml.json` (kept if it exists), adds PML to `.mcp.json` (other servers
+ * kept, the old file saved as `.mcp.json.backup`) and `.pml/` to `.gitignore`. Safe to re-run:
+ * unchanged files are not touched.
  */
 export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
   const ws = initWorkspace(opts.workspace, io);
@@ -131,7 +138,8 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
   const byokEnv = existing
     ? (Array.isArray(existing.env) ? existing.env.filter((v) => typeof v === "string") : [])
     : DEFAULT_BYOK_ENV;
-  const input: EntryInput = { transport: opts.transport, command: opts.command, port, byokEnv };
+  const { command, note: commandNote } = clientCommand(opts.launcher, io.env.PATH);
+  const input: EntryInput = { transport: opts.transport, command, port, byokEnv };
   for (const client of opts.clients ?? ["claude"]) {
     if (client === "codex") {
       await writeCodex(ws.path, input, io, interactive);
@@ -140,6 +148,13 @@ export async function runInit(opts: InitOptions, io: CliIo): Promise<number> {
     }
     const note = trustNote(client);
     if (note) io.stdout(`  ${note}\n`);
+  }
+  if (commandNote && opts.transport === "stdio") io.stdout(`${commandNote}\n`);
+  const ignored = await ignorePmlFolder(ws.path);
+  if (ignored) {
+    io.stdout(
+      `Added .pml/ to ${ignored} (the audit log, approvals and installed servers stay out of git)\n`,
+    );
   }
   if (opts.transport === "http") {
     io.stdout(

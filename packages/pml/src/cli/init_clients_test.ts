@@ -50,7 +50,7 @@ Deno.test("init --client qwen: .qwen/settings.json with trust stated; http forms
   assertEquals(JSON.parse(ws.read(".qwen/settings.json")), {
     mcpServers: { pml: { command: "pml", args: ["stdio"], trust: true } },
   });
-  assertStringIncludes(out.join(""), "Qwen Code: the entry says");
+  assertStringIncludes(out.join(""), 'The entry says "trust": true, so Qwen does not ask');
 
   await using http = tempWorkspace();
   const h = cliIo(http);

@@ -125,7 +125,10 @@ Deno.test("init --client with http: each client's http form", async () => {
   assertEquals(JSON.parse(ws.read(".mcp.json")).mcpServers.pml, { type: "http", url });
   assertEquals(JSON.parse(ws.read(".cursor/mcp.json")).mcpServers.pml, { url });
   assertEquals(JSON.parse(ws.read(".vscode/mcp.json")).servers.pml, { type: "http", url });
-  assertEquals(JSON.parse(ws.read(".gemini/settings.json")).mcpServers.pml, { httpUrl: url });
+  assertEquals(JSON.parse(ws.read(".gemini/settings.json")).mcpServers.pml, {
+    httpUrl: url,
+    trust: true,
+  });
   assertStringIncludes(ws.read(".codex/config.toml"), `url = "${url}"`);
   assertStringIncludes(out.join(""), "pml serve");
 });

@@ -115,7 +115,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           cloudUrl: values["cloud-url"],
           transport: values.transport,
           port,
-          command: launcher,
+          launcher,
           clients,
           workspace: values.workspace,
         }, io);

@@ -341,14 +341,14 @@ Deno.test("init offers the import when the agents have servers of their own (and
   copyTree(join(FIXTURES, "gemini"), ws.dir);
   const { runInit } = await import("../cli/init.ts");
   const plain = cli(ws);
-  assertEquals(await runInit({ yes: true, transport: "stdio", command: "pml" }, plain.io), 0);
+  assertEquals(await runInit({ yes: true, transport: "stdio", launcher: "pml" }, plain.io), 0);
   assertStringIncludes(
     plain.text(),
     "Your agents run 3 MCP server(s) of their own: memory, streamer, legacy-sse",
   );
   assertStringIncludes(plain.text(), "Run `pml import`");
   const asked = cli(ws, ["", "n"]);
-  assertEquals(await runInit({ yes: false, transport: "stdio", command: "pml" }, asked.io), 0);
+  assertEquals(await runInit({ yes: false, transport: "stdio", launcher: "pml" }, asked.io), 0);
   assertStringIncludes(asked.text(), "Review and import them into PML now? [y/N]");
   assert(!ws.read(".pml.json").includes("private_mcps"));
 });
