@@ -11,7 +11,8 @@ export type AuditEvent =
   | "sandbox_violation"
   | "integrity"
   | "import_blocked"
-  | "sampling";
+  | "sampling"
+  | "sign_in";
 
 /** Appends JSON lines to `.pml/audit.log`. Never throws: auditing must not break a call. */
 export interface AuditLog {

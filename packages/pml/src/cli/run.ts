@@ -44,6 +44,12 @@ const USAGE: Record<string, string> = {
   approve: `  pml approve ID|--all [--always]
   pml deny ID|--all  decide them (the agent gets the result with pml__continue)
 `,
+  auth: `  pml auth NAME [--no-browser]
+                     sign in to the remote server NAME of private_mcps (OAuth): prints the link,
+                     opens a browser where there is one, waits for the sign-in
+  pml auth --list [--json] | --logout NAME
+                     what is signed in (no token shown); forget (and revoke) a sign-in
+`,
   trust: `  pml trust [--yes] | --list
                      show what this workspace's .pml.json widens and trust that exact content
                      (until then PML runs on the built-in defaults plus its deny/ask entries)
@@ -56,7 +62,7 @@ USAGE.untrust = USAGE.trust;
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
 Usage:
-${USAGE.init}${USAGE.import}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}${USAGE.trust}  pml help | --help  this text (pml <command> --help: that command's)
+${USAGE.init}${USAGE.import}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}${USAGE.auth}${USAGE.trust}  pml help | --help  this text (pml <command> --help: that command's)
   pml version
 
 Environment: PML_WORKSPACE (workspace folder), PML_API_KEY (cloud mode), PML_CLOUD_URL, PML_HOME.
@@ -219,6 +225,26 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
         const decision = command === "deny" ? "no" : values.always ? "always" : "yes";
         const { runDecide } = await import("./approvals.ts");
         return await runDecide(config, io, { ids: positionals, all: values.all, decision });
+      }
+      case "auth": {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            list: { type: "boolean", default: false },
+            json: { type: "boolean", default: false },
+            logout: { type: "string" },
+            "no-browser": { type: "boolean", default: false },
+          },
+        });
+        const config = loadConfig({ env: io.env, cwd: io.cwd, home: io.home });
+        const { runAuth, runAuthList, runAuthLogout } = await import("./auth.ts");
+        if (values.list) return await runAuthList(config, io, values.json);
+        if (values.logout !== undefined) return await runAuthLogout(config, io, values.logout);
+        if (positionals.length !== 1) throw new TypeError("pml auth needs the name of one server");
+        return await withStopSignal((signal) =>
+          runAuth(config, io, positionals[0], { browser: !values["no-browser"], signal })
+        );
       }
       case "trust": {
         const { values } = parseArgs({

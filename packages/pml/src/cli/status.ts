@@ -7,6 +7,7 @@ import { detectOsSandbox, type OsPolicy, unixSocketsAllowed } from "../sandbox/o
 import { SandboxPool } from "../sandbox/pool.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
 import { StdTarget } from "../targets/std/std_target.ts";
+import { waitingSync } from "../oauth/sign_in_store.ts";
 
 /** `pml status`: where PML thinks it is and what it will do, without starting anything. */
 export function runStatus(io: CliIo, opts: { json: boolean }): number {
@@ -30,6 +31,15 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     /** The OS policy `shell:exec` runs under (docs/security.md "The sandbox model"). */
     shellPolicy: shellPolicy(config),
     warnings: unpinnedPackages(config.privateMcps),
+    /** Remote servers that wait for their user to sign in (`pml auth NAME`). */
+    signIn: waitingSync(
+      config.pmlHome,
+      Object.fromEntries(
+        Object.entries(config.privateMcps).flatMap(([n, m]) =>
+          m.type === "http" && m.proxyTo ? [[n, m.proxyTo]] : []
+        ),
+      ),
+    ),
   };
   if (opts.json) {
     io.stdout(JSON.stringify(status, null, 2) + "\n");
@@ -50,6 +60,11 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     }`,
     ...status.lockfile.rows.map((r) =>
       `  ${r.fqdn}  ${r.type}  ${r.integrity}  ${r.state}${r.pins ? `  (${r.pins})` : ""}`
+    ),
+    ...status.signIn.map((w) =>
+      `sign-in     ${w.server} waits for its user to sign in since ${
+        new Date(w.since).toISOString()
+      }: run \`pml auth ${w.server}\``
     ),
     ...status.warnings.map((w) => `!!! ${w}`),
   ];

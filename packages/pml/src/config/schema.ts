@@ -51,6 +51,16 @@ function buildSchemas() {
     transport: z.enum(["streamable-http", "sse"]).optional(),
     headers: z.record(z.string(), z.string()).optional(),
     envRequired: z.array(z.string()).optional(),
+    /**
+     * http: how PML signs in with OAuth (docs/import.md): a pre-registered client (`{VAR}`
+     * templates, the variables in `envRequired`), a client ID metadata document, a scope.
+     */
+    oauth: z.object({
+      clientId: z.string().optional(),
+      clientSecret: z.string().optional(),
+      clientMetadataUrl: z.string().optional(),
+      scope: z.string().optional(),
+    }).strict().optional(),
     tools: z.array(z.unknown()).optional(),
     tools_used: z.array(z.string()).optional(),
   }).passthrough();

@@ -3,6 +3,7 @@ import type { ApprovalDecision } from "../permission/approvals.ts";
 import type { ApprovalStore, StoredApproval } from "../permission/approval_store.ts";
 import { ApprovalLink } from "../permission/human_channel.ts";
 import { approvalCard, CARD_STYLE, esc } from "./approval_card.ts";
+import { randomLoopback, serveOwnLoopback } from "./own_loopback.ts";
 
 /** How long a one-time link may wait for its first (and only) use. */
 const LINK_TTL_MS = 10 * 60 * 1000;
@@ -80,25 +81,17 @@ export class ApprovalPage {
 
   #start(): void {
     if (this.#server) return;
-    const serve = (hostname: string) =>
-      Deno.serve({ hostname, port: 0, onListen: () => {} }, (req) => this.#handle(req));
-    const wanted = this.#address();
-    try {
-      this.#server = serve(wanted);
-    } catch (err) {
-      if (wanted === "127.0.0.1") throw err;
-      // Only 127.0.0.1 is configured here (macOS): a server on another port of it would be sent
-      // the page's cookie.
-      this.#warn(
-        `pml: the approval page cannot bind ${wanted} (${(err as Error).message}); it uses ` +
-          `127.0.0.1, where other local servers can receive its cookie (docs/approvals.md)`,
-      );
-      this.#server = serve("127.0.0.1");
-    }
+    // Only 127.0.0.1 is configured here (macOS): a server on another port of it would be sent
+    // the page's cookie.
+    this.#server = serveOwnLoopback((req) => this.#handle(req), {
+      address: this.#address,
+      warn: this.#warn,
+      fallback: (wanted, error) =>
+        `pml: the approval page cannot bind ${wanted} (${error}); it uses ` +
+        `127.0.0.1, where other local servers can receive its cookie (docs/approvals.md)`,
+    });
     this.#host = this.#server.addr.hostname;
     this.#port = this.#server.addr.port;
-    // The page must not keep a finished `pml` alive.
-    this.#server.unref();
   }
 
   async #handle(req: Request): Promise<Response> {
@@ -233,12 +226,6 @@ function text(status: number, body: string): Response {
     status,
     headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
   });
-}
-
-/** A random loopback address `127.x.y.z` outside `127.0.0.0/16`. */
-function randomLoopback(): string {
-  const [a, b, c] = crypto.getRandomValues(new Uint8Array(3));
-  return `127.${1 + (a % 254)}.${b}.${1 + (c % 254)}`;
 }
 
 function randomToken(): string {

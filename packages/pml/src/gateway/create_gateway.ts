@@ -14,6 +14,8 @@ import type { OsSandboxStatus } from "../sandbox/os_sandbox.ts";
 import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
 import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
 import { RemoteTarget } from "../targets/remote/remote_target.ts";
+import { RemoteSignIn } from "../oauth/remote_sign_in.ts";
+import { spawnDetached } from "../spawn_detached.ts";
 import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/deno_module_target.ts";
 import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
 import { createExecute, type ExecuteOptions } from "../execute/mod.ts";
@@ -144,15 +146,29 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     opts.stdio,
   );
   const deno = new DenoModuleTarget({ ...registryDeps, pool, routing, stack });
-  // Remote servers of private_mcps: proxied by pml itself, before the cloud.
+  const tell = opts.tell ?? ((line: string) => console.error(line.trimEnd()));
+  // Remote servers of private_mcps: proxied by pml itself, before the cloud; signed in with OAuth
+  // by their user (tokens under PML's home, the link to the human channels only).
+  const signIn = new RemoteSignIn({
+    mcps: config.privateMcps,
+    env: config.env,
+    pmlHome: config.pmlHome,
+    tell,
+    notify: config.notify === "desktop"
+      ? (title, body) =>
+        (opts.spawnNotifier ?? spawnDetached)("notify-send", ["--app-name=PML", title, body])
+      : undefined,
+    audit,
+    fetch: opts.remoteFetch,
+  });
   const remote = new RemoteTarget({
     mcps: config.privateMcps,
     env: config.env,
     pins,
     fetch: opts.remoteFetch,
+    signIn,
   });
   const store = new ApprovalStore(config.workspace, config.pmlHome, opts.now);
-  const tell = opts.tell ?? ((line: string) => console.error(line.trimEnd()));
   const page = new ApprovalPage(store, config.workspace, {
     why: approvalWhy(() => permissions.current, () => permissions.fromFile),
     warn: tell,
@@ -204,7 +220,8 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     audit,
     metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),
-    resources: [pool, stdio.manager, execute.pool, page],
+    resources: [pool, stdio.manager, execute.pool, page, signIn],
+    signIns: signIn,
     sampling: new Sampling({
       audit,
       check: (id) => permissions.check(id),

@@ -69,6 +69,11 @@ export interface GatewayDeps {
   readonly declaredNamespaces?: readonly string[];
   /** Closed with the gateway (sandbox pools, process managers). */
   readonly resources?: readonly { close(): Promise<void> }[];
+  /** Calls that wait for their user to sign in to a remote server (`oauth/remote_sign_in.ts`). */
+  readonly signIns?: {
+    owns(workflowId: string): boolean;
+    continue(workflowId: string, decision: string): Promise<CallToolResult>;
+  };
   /** Answers sampling requests of local MCPs; without it they are refused. */
   readonly sampling?: Sampling;
   /** Runs once, after the first `tools/list` has been answered (work kept out of the handshake). */
@@ -469,6 +474,10 @@ export class Gateway {
       return errorResult(
         `pml:continue needs {"workflow_id": string, "decision": "yes"|"always"|"no"}`,
       );
+    }
+    const signIns = this.#deps.signIns;
+    if (signIns?.owns(id)) {
+      return await this.#resuming.run(channel, () => signIns.continue(id, decision as string));
     }
     try {
       return await this.#resuming.run(channel, () =>

@@ -27,3 +27,12 @@ export function loadSseClient(): Promise<SseClientSdk> {
   return sse ??= import("@modelcontextprotocol/sdk/client/sse.js")
     .then((module) => module as unknown as SseClientSdk);
 }
+
+export type ClientAuthSdk = typeof import("./client_auth.ts");
+let clientAuth: Promise<ClientAuthSdk> | undefined;
+
+/** Imports the SDK's client OAuth (`client/auth.js`), once: only a sign-in or a logout needs it. */
+export function loadClientAuth(): Promise<ClientAuthSdk> {
+  return clientAuth ??= import("@modelcontextprotocol/sdk/client/auth.js")
+    .then((module) => module as unknown as ClientAuthSdk);
+}

@@ -1,14 +1,16 @@
 /**
  * One connection of `pml` to a remote MCP server of `private_mcps` (`type: "http"`): the SDK
  * `Client` over Streamable HTTP or SSE, headers filled from the environment (`{NAME}` in a
- * header's value is the variable `NAME`, which the entry lists in `envRequired`). A `401` is read
- * for what it is: OAuth sign-in is not supported yet, and the message says so.
+ * header's value is the variable `NAME`, which the entry lists in `envRequired`). A `401` is
+ * answered by the OAuth sign-in of `oauth/` when the entry has no `Authorization` header of its
+ * own (the `authProvider` given to the SDK's transport).
  *
  * @module
  */
 import { Client } from "../../sdk/client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
-import { errorMessage, PmlError } from "../../errors.ts";
+import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
+import type { OAuthClientProvider } from "../../sdk/client_auth.ts";
 import { loadHttpClient, loadSseClient } from "../../sdk/load_http_client.ts";
 
 /**
@@ -45,41 +47,64 @@ export function fillHeader(
   );
 }
 
-/** The message for a server that wants OAuth. */
-export function oauthMessage(def: RemoteDef, challenge: string): string {
+/**
+ * The message for a 401 that no sign-in answered: the OAuth sign-in failed (`cause`), or the
+ * entry's own `Authorization` header was refused (no sign-in is tried over a static header).
+ */
+export function unauthorizedMessage(def: RemoteDef, challenge: string, cause?: unknown): string {
   const oauth = /resource_metadata|bearer|oauth/i.test(challenge);
-  return `${def.server} (${def.proxyTo}) answered 401 Unauthorized${
+  const answered = `${def.server} (${def.proxyTo}) answered 401 Unauthorized${
     oauth ? ` with an OAuth challenge (${challenge.slice(0, 160)})` : ""
-  }: PML does not support OAuth sign-in for remote MCP servers yet. If the server accepts a ` +
-    `token, give it as a header from a variable in private_mcps.${def.server}.headers of .pml.json ` +
-    `(e.g. "Authorization": "Bearer {TOKEN}", with "TOKEN" in envRequired); otherwise keep this ` +
-    `server in your client's own configuration for now.`;
+  }`;
+  return cause !== undefined
+    ? `${answered}, and its OAuth sign-in failed: ${errorMessage(cause)}. If the server takes a ` +
+      `token instead, give it as a header from a variable in private_mcps.${def.server}.headers ` +
+      `of .pml.json (e.g. "Authorization": "Bearer {TOKEN}", with "TOKEN" in envRequired).`
+    : `${answered} to the Authorization header of private_mcps.${def.server}.headers: check the ` +
+      `token in its variable, or remove the header to sign in with OAuth (\`pml auth ${def.server}\`).`;
 }
 
 /**
- * Connects to `def` (MCP handshake included). Errors: `OAUTH_NOT_SUPPORTED` on a 401,
- * `REMOTE_UNREACHABLE` otherwise, both naming the server and its URL.
+ * Connects to `def` (MCP handshake included). Errors: `SIGN_IN_REQUIRED` while the user must sign
+ * in, `SIGN_IN_FAILED` or `UNAUTHORIZED` on a 401 nothing answered, `REMOTE_UNREACHABLE` otherwise, both naming the server and its URL.
  */
 export async function connectRemote(
   def: RemoteDef,
   env: Readonly<Record<string, string>>,
-  opts: { fetch?: typeof fetch; timeoutMs: number },
+  opts: {
+    fetch?: typeof fetch;
+    timeoutMs: number;
+    /** Signs in with OAuth on a 401 (`oauth/`); `signInPending` says the user must act. */
+    authProvider?: OAuthClientProvider & { observe?(res: Response): void };
+    signInPending?: () => Promise<boolean>;
+  },
 ): Promise<Client> {
   const headers = Object.fromEntries(
     Object.entries(def.headers).map(([k, v]) => [k, fillHeader(v, def.envRequired, env)]),
   );
   let challenge: string | undefined;
   const base = opts.fetch ?? fetch;
+  const origin = new URL(def.proxyTo).origin;
+  // The entry's headers go to the server's origin only: the SDK's client auth fetches the
+  // metadata and tokens of an authorization server elsewhere with this fetch.
   const watched = async (input: string | URL | Request, init?: RequestInit) => {
+    const target = new URL(input instanceof Request ? input.url : input);
+    if (target.origin === origin && Object.keys(headers).length) {
+      const merged = new Headers(init?.headers);
+      for (const [k, v] of Object.entries(headers)) merged.set(k, v);
+      init = { ...init, headers: merged };
+    }
     const res = await base(input, init);
     if (res.status === 401) challenge = res.headers.get("www-authenticate") ?? "";
+    opts.authProvider?.observe?.(res);
     return res;
   };
   const url = new URL(def.proxyTo);
+  const authProvider = opts.authProvider;
   const { SSEClientTransport, StreamableHTTPClientTransport } = await loadTransports();
   const transport = def.transport === "sse"
-    ? new SSEClientTransport(url, { requestInit: { headers }, fetch: watched })
-    : new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch: watched });
+    ? new SSEClientTransport(url, { fetch: watched, authProvider })
+    : new StreamableHTTPClientTransport(url, { fetch: watched, authProvider });
   const client = new Client(
     { name: "pml", version: "0.1.0" },
     { capabilities: {}, jsonSchemaValidator: lazySchemaValidator() },
@@ -89,10 +114,18 @@ export async function connectRemote(
     return client;
   } catch (err) {
     await client.close().catch(() => {});
-    if (challenge !== undefined) {
-      throw new PmlError("OAUTH_NOT_SUPPORTED", oauthMessage(def, challenge), {
+    if (isPmlError(err)) throw err;
+    if (await opts.signInPending?.()) {
+      throw new PmlError("SIGN_IN_REQUIRED", `${def.server} waits for its user to sign in`, {
         details: { server: def.server },
       });
+    }
+    if (challenge !== undefined) {
+      throw new PmlError(
+        authProvider ? "SIGN_IN_FAILED" : "UNAUTHORIZED",
+        unauthorizedMessage(def, challenge, authProvider ? err : undefined),
+        { cause: err, details: { server: def.server } },
+      );
     }
     throw new PmlError(
       "REMOTE_UNREACHABLE",

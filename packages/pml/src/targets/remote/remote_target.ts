@@ -26,6 +26,7 @@ import {
   ToolResultShape,
 } from "../target.ts";
 import { connectRemote, type RemoteDef } from "./remote_session.ts";
+import type { RemoteSignIn } from "../../oauth/remote_sign_in.ts";
 
 /** What a {@link RemoteTarget} needs. */
 export interface RemoteTargetDeps {
@@ -35,6 +36,8 @@ export interface RemoteTargetDeps {
   readonly fetch?: typeof fetch;
   /** Connect and per-call timeout (default 60 s). */
   readonly timeoutMs?: number;
+  /** OAuth sign-in of servers without an `Authorization` header of their own (`oauth/`). */
+  readonly signIn?: RemoteSignIn;
 }
 
 /** The remote servers of `private_mcps`, by namespace. */
@@ -81,7 +84,12 @@ export class RemoteTarget implements Target {
         // Not pinned yet: read from the server now (nothing runs here; the URL is the user's).
         if (!defs && !this.#missing(def).length) defs = await this.#readTools(def);
       } catch (err) {
-        console.error(`pml: cannot list the tools of "${def.server}": ${errorMessage(err)}`);
+        // Waiting for its user: the link went to the human; its tools are listed once signed in.
+        if (!isPmlError(err, "SIGN_IN_REQUIRED")) {
+          const why = await this.#d.signIn?.scrub(def.server, def.proxyTo, errorMessage(err)) ??
+            errorMessage(err);
+          console.error(`pml: cannot list the tools of "${def.server}": ${why}`);
+        }
       }
       for (const t of defs ?? []) {
         const annotations = (t as { annotations?: ToolInfo["annotations"] }).annotations;
@@ -131,8 +139,17 @@ export class RemoteTarget implements Target {
       return await this.#send(def, call, ctx);
     } catch (err) {
       if (asksToOpenUrl(err)) return this.#signIn(def, call, err);
-      if (!isPmlError(err)) throw err;
-      return errorResult(err.message, { status: "error", code: err.code, server: def.server });
+      const signIn = this.#d.signIn;
+      if (!signIn) {
+        if (!isPmlError(err)) throw err;
+        return errorResult(err.message, { status: "error", code: err.code, server: def.server });
+      }
+      if (isPmlError(err, "SIGN_IN_REQUIRED") || await signIn.isWaiting(def.server, def.proxyTo)) {
+        return signIn.wait(def.server, def.proxyTo, () => this.call(call, ctx));
+      }
+      const message = await signIn.scrub(def.server, def.proxyTo, errorMessage(err));
+      if (!isPmlError(err)) throw new Error(message);
+      return errorResult(message, { status: "error", code: err.code, server: def.server });
     }
   }
 
@@ -167,9 +184,12 @@ export class RemoteTarget implements Target {
   #client(def: RemoteDef): Promise<Client> {
     let client = this.#clients.get(def.server);
     if (!client) {
+      const signIn = this.#d.signIn;
       client = connectRemote(def, this.#d.env, {
         fetch: this.#d.fetch,
         timeoutMs: this.#d.timeoutMs ?? 60_000,
+        authProvider: signIn?.providerFor(def.server, def.proxyTo, def.headers),
+        signInPending: signIn && (() => signIn.isWaiting(def.server, def.proxyTo)),
       });
       this.#clients.set(def.server, client);
       client.catch(() => this.#clients.delete(def.server)); // tried again on the next call

@@ -136,7 +136,7 @@ Deno.test("remote over Streamable HTTP: headers from a variable, the server's ow
   );
 });
 
-Deno.test("remote: a missing variable is said before anything is sent; a 401 OAuth challenge says OAuth is not supported yet", async () => {
+Deno.test("remote: a missing variable is said before anything is sent; a 401 whose OAuth discovery fails says so and how to give a token instead", async () => {
   await using upstream = weatherServer({ description: () => "d", oauth: true });
   await using ws = workspace(upstream.url);
   {
@@ -149,8 +149,9 @@ Deno.test("remote: a missing variable is said before anything is sent; a 401 OAu
   const r = await g.client.callTool({ name: "weather__forecast", arguments: {} });
   assert(r.isError);
   assertStringIncludes(textOf(r), "answered 401 Unauthorized with an OAuth challenge");
-  assertStringIncludes(textOf(r), "PML does not support OAuth sign-in for remote MCP servers yet");
-  assertEquals((r.structuredContent as { code?: string })?.code, "OAUTH_NOT_SUPPORTED");
+  assertStringIncludes(textOf(r), "and its OAuth sign-in failed");
+  assertStringIncludes(textOf(r), '"Authorization": "Bearer {TOKEN}"');
+  assertEquals((r.structuredContent as { code?: string })?.code, "SIGN_IN_FAILED");
 });
 
 Deno.test("remote: a server's sign-in request (-32042) reaches the agent as UrlElicitationRequiredError, the key scrubbed; a file: URL is an UPSTREAM_ERROR", async () => {

@@ -1,0 +1,152 @@
+/**
+ * The loopback redirect of a sign-in (RFC 8252 §7.3): where the authorization server sends the
+ * human's browser back with the code. Like the approval page (`gateway/approval_page.ts`) it
+ * binds its own random `127.x.y.z`, so no other local server shares its host, and answers only
+ * requests that name that exact `host:port` (421 for any other `Host`: DNS rebinding).
+ *
+ * Each sign-in it expects is keyed by its `state`, used once: a replayed, foreign or unknown
+ * `state` is refused and nothing is exchanged. A callback whose `iss` (RFC 9207) is not the
+ * authorization server the flow started with is refused too (a mix-up). The page the browser
+ * gets says which server is signed in, never a code or a token.
+ *
+ * @module
+ */
+import { randomLoopback, serveOwnLoopback } from "../gateway/own_loopback.ts";
+import { errorMessage } from "../errors.ts";
+
+/** How long a sign-in link may wait for the human. */
+export const SIGN_IN_TTL_MS = 10 * 60 * 1000;
+
+/** A sign-in that waits for its redirect. */
+export interface ExpectedRedirect {
+  readonly server: string;
+  /** The authorization server the flow started with (`iss` must match when sent). */
+  readonly issuer?: string;
+  /** Exchanges the code (and saves the tokens). */
+  readonly finish: (code: string) => Promise<void>;
+}
+
+/** See the module documentation. */
+export class RedirectPage {
+  #server?: Deno.HttpServer<Deno.NetAddr>;
+  #host = "127.0.0.1";
+  #port = 0;
+  readonly #expected = new Map<string, ExpectedRedirect & { expiresAt: number }>();
+  readonly #address: () => string;
+  readonly #warn: (line: string) => void;
+  readonly #now: () => number;
+
+  constructor(
+    opts: { address?: () => string; warn?: (line: string) => void; now?: () => number } = {},
+  ) {
+    this.#address = opts.address ?? randomLoopback;
+    this.#warn = opts.warn ?? ((line) => console.error(line));
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** `http://127.x.y.z:PORT/callback` (starting the page if needed). */
+  get redirectUrl(): string {
+    this.#start();
+    return `http://${this.#host}:${this.#port}/callback`;
+  }
+
+  /** Waits for the redirect that carries `state`, once. */
+  expect(state: string, redirect: ExpectedRedirect): void {
+    const now = this.#now();
+    for (const [s, e] of this.#expected) if (e.expiresAt <= now) this.#expected.delete(s);
+    this.#expected.set(state, { ...redirect, expiresAt: now + SIGN_IN_TTL_MS });
+  }
+
+  async close(): Promise<void> {
+    await this.#server?.shutdown();
+    this.#server = undefined;
+  }
+
+  #start(): void {
+    if (this.#server) return;
+    this.#server = serveOwnLoopback((req) => this.#handle(req), {
+      address: this.#address,
+      warn: this.#warn,
+      fallback: (wanted, error) =>
+        `pml: the sign-in redirect cannot bind ${wanted} (${error}); it uses 127.0.0.1`,
+    });
+    this.#host = this.#server.addr.hostname;
+    this.#port = this.#server.addr.port;
+  }
+
+  async #handle(req: Request): Promise<Response> {
+    const host = req.headers.get("host");
+    if (host !== `${this.#host}:${this.#port}`) {
+      return page(421, "Wrong host", `This page answers only ${this.#host}:${this.#port}.`);
+    }
+    const url = new URL(req.url);
+    if (req.method !== "GET" || url.pathname !== "/callback") {
+      return page(404, "Not found", "Nothing here.");
+    }
+    const state = url.searchParams.get("state") ?? "";
+    const expected = this.#expected.get(state);
+    this.#expected.delete(state);
+    if (!expected || expected.expiresAt <= this.#now()) {
+      return page(
+        400,
+        "Unknown sign-in",
+        "This sign-in is unknown, expired or was used already. Run `pml auth NAME` for a new one.",
+      );
+    }
+    const who = expected.server;
+    const error = url.searchParams.get("error");
+    if (error) {
+      const why = url.searchParams.get("error_description");
+      return page(400, "Sign-in refused", `${who}: ${error}${why ? ` (${why})` : ""}`);
+    }
+    const iss = url.searchParams.get("iss");
+    if (iss !== null && expected.issuer !== undefined && !sameIssuer(iss, expected.issuer)) {
+      return page(
+        400,
+        "Sign-in refused",
+        `${who}: the answer came from ${iss}, not from ${expected.issuer}, where this sign-in ` +
+          `started (a mix-up); nothing was exchanged.`,
+      );
+    }
+    const code = url.searchParams.get("code");
+    if (!code) return page(400, "Sign-in failed", `${who}: the answer carried no code.`);
+    try {
+      await expected.finish(code);
+    } catch (err) {
+      return page(502, "Sign-in failed", `${who}: ${errorMessage(err)}`);
+    }
+    return page(200, "Signed in", `${who} is signed in. You can close this tab.`);
+  }
+}
+
+/** Two issuer identifiers, compared as URLs (a trailing slash aside). */
+function sameIssuer(a: string, b: string): boolean {
+  const norm = (s: string) => {
+    try {
+      return new URL(s).href.replace(/\/$/, "");
+    } catch {
+      return s;
+    }
+  };
+  return norm(a) === norm(b);
+}
+
+function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function page(status: number, title: string, body: string): Response {
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
+    `<title>PML: ${esc(title)}</title></head><body style="font:15px system-ui,sans-serif;` +
+    `margin:2rem"><h1>${esc(title)}</h1><p>${esc(body)}</p></body></html>\n`;
+  return new Response(html, {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "referrer-policy": "no-referrer",
+      "x-frame-options": "DENY",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'",
+    },
+  });
+}

@@ -1,0 +1,220 @@
+/**
+ * Sign-in for the remote servers of `private_mcps` in a running gateway (docs/security.md,
+ * "Sign-in tokens"): one {@link SignInProvider} per server that has no static `Authorization`
+ * header, one loopback {@link RedirectPage} for the process, and the calls that wait for their
+ * user.
+ *
+ * The consent is the human's: the link goes to `pml`'s stderr and, when enabled, a desktop
+ * notification; the agent is told that the server waits for its user and how
+ * (`pml auth NAME`), never the link. Its call then waits like a human approval: the result is
+ * `waiting_for_human` with a workflow id, and `pml:continue` runs the call once the user signed in
+ * (here, through the printed link, or with `pml auth NAME` in another process: the store is the
+ * one truth), or says it still waits.
+ *
+ * @module
+ */
+import type { AuditLog } from "../audit/audit.ts";
+import type { PrivateMcp } from "../config/schema.ts";
+import { redactSecrets } from "../redact_secrets.ts";
+import type { CallToolResult } from "../sdk/types.ts";
+import { fillHeader } from "../targets/remote/remote_session.ts";
+import { RedirectPage, SIGN_IN_TTL_MS } from "./redirect_page.ts";
+import { type OAuthSettings, SignInProvider } from "./sign_in_provider.ts";
+import { SignInStore } from "./sign_in_store.ts";
+
+/** What a {@link RemoteSignIn} needs. */
+export interface RemoteSignInDeps {
+  readonly mcps: Readonly<Record<string, PrivateMcp>>;
+  readonly env: Readonly<Record<string, string>>;
+  readonly pmlHome: string;
+  /** `pml`'s stderr. */
+  readonly tell: (line: string) => void;
+  /** A desktop notification (when `.pml.json` enables it). */
+  readonly notify?: (title: string, body: string) => void;
+  readonly audit?: AuditLog;
+  readonly fetch?: typeof fetch;
+  readonly now?: () => number;
+  /** Picks the redirect page's loopback address (tests). */
+  readonly address?: () => string;
+}
+
+/** The result of a call that waits for its user to sign in. */
+export interface WaitingForSignIn {
+  status: "waiting_for_human";
+  workflow_id: string;
+  reason: "sign_in";
+  server: string;
+  message: string;
+}
+
+interface Waiting {
+  readonly server: string;
+  readonly resource: string;
+  readonly resume: () => Promise<CallToolResult>;
+  readonly expiresAt: number;
+}
+
+/** `private_mcps.NAME.oauth` as written (values may be `{VAR}` templates). */
+export function oauthSettings(
+  mcp: PrivateMcp | undefined,
+  env: Readonly<Record<string, string>>,
+): OAuthSettings {
+  const raw: Record<string, string | undefined> = mcp?.oauth ?? {};
+  const names = mcp?.envRequired ?? [];
+  const settings: Record<string, string> = {};
+  for (const key of ["clientId", "clientSecret", "clientMetadataUrl", "scope"]) {
+    const value = raw[key] === undefined ? undefined : fillHeader(raw[key], names, env);
+    if (value) settings[key] = value;
+  }
+  return settings;
+}
+
+/** See the module documentation. */
+export class RemoteSignIn {
+  readonly #d: RemoteSignInDeps;
+  readonly store: SignInStore;
+  readonly #redirect: RedirectPage;
+  readonly #providers = new Map<string, SignInProvider>();
+  readonly #waiting = new Map<string, Waiting>();
+  /** The last link of each server, for reminders (the human's only). */
+  readonly #links = new Map<string, URL>();
+  /** Secrets a message about a server must not carry (its tokens, its client secret). */
+  readonly #secrets = new Map<string, Set<string>>();
+
+  constructor(deps: RemoteSignInDeps) {
+    this.#d = deps;
+    this.store = new SignInStore(deps.pmlHome);
+    this.#redirect = new RedirectPage({ address: deps.address, warn: deps.tell, now: deps.now });
+  }
+
+  /**
+   * The provider of `server` at `resource`, or `undefined` when its headers carry their own
+   * `Authorization` (a static token from a variable: no sign-in).
+   */
+  providerFor(
+    server: string,
+    resource: string,
+    headers: Readonly<Record<string, string>>,
+  ): SignInProvider | undefined {
+    if (Object.keys(headers).some((h) => h.toLowerCase() === "authorization")) return undefined;
+    let provider = this.#providers.get(server);
+    if (!provider) {
+      const settings = oauthSettings(this.#d.mcps[server], this.#d.env);
+      if (settings.clientSecret) this.#secret(server, settings.clientSecret);
+      provider = new SignInProvider({
+        server,
+        resource,
+        settings,
+        store: this.store,
+        redirect: this.#redirect,
+        fetch: this.#d.fetch,
+        now: this.#d.now,
+        onLink: (link) => this.#announce(server, resource, link),
+        onSignedIn: async () => {
+          this.#links.delete(server);
+          await this.#d.audit?.write("sign_in", { server, resource, event: "signed_in" });
+        },
+      });
+      this.#providers.set(server, provider);
+    }
+    return provider;
+  }
+
+  /** True while `server` waits for its user (a flow started here or elsewhere, not finished). */
+  async isWaiting(server: string, resource: string): Promise<boolean> {
+    return (await this.store.read(server, resource))?.waitingSince !== undefined;
+  }
+
+  /**
+   * The call's result while `server` waits for its user: `waiting_for_human` with a workflow id
+   * that `pml:continue` answers by running `resume` once the user signed in.
+   */
+  wait(server: string, resource: string, resume: () => Promise<CallToolResult>): CallToolResult {
+    const now = (this.#d.now ?? Date.now)();
+    for (const [id, w] of this.#waiting) if (w.expiresAt <= now) this.#waiting.delete(id);
+    const id = crypto.randomUUID();
+    this.#waiting.set(id, { server, resource, resume, expiresAt: now + SIGN_IN_TTL_MS });
+    return waitingResult(id, server);
+  }
+
+  owns(workflowId: string): boolean {
+    return this.#waiting.has(workflowId);
+  }
+
+  /** `pml:continue` of a sign-in wait: the call once signed in, else still waiting. */
+  async continue(workflowId: string, decision: string): Promise<CallToolResult> {
+    const w = this.#waiting.get(workflowId);
+    if (!w) {
+      return errorText(`No call waits for a sign-in under "${workflowId}"; call the tool again`);
+    }
+    if (decision === "no") {
+      this.#waiting.delete(workflowId);
+      return errorText(`Not run: the call to ${w.server} was given up (pml:continue "no")`);
+    }
+    if (await this.isWaiting(w.server, w.resource)) {
+      const link = this.#links.get(w.server);
+      this.#d.tell(
+        `pml: ${w.server} still waits for you to sign in: ${
+          link ? `open ${link.href}\n  or ` : ""
+        }run \`pml auth ${w.server}\``,
+      );
+      return waitingResult(workflowId, w.server);
+    }
+    this.#waiting.delete(workflowId);
+    return await w.resume();
+  }
+
+  /** `text` without the tokens and client secret PML holds for `server`. */
+  async scrub(server: string, resource: string, text: string): Promise<string> {
+    const record = await this.store.read(server, resource).catch(() => undefined);
+    const client = record?.clientInformation as { client_secret?: string } | undefined;
+    return redactSecrets(text, [
+      ...(this.#secrets.get(server) ?? []),
+      record?.tokens?.access_token ?? "",
+      record?.tokens?.refresh_token ?? "",
+      client?.client_secret ?? "",
+    ]);
+  }
+
+  async close(): Promise<void> {
+    await this.#redirect.close();
+  }
+
+  async #announce(server: string, resource: string, link: URL): Promise<void> {
+    this.#links.set(server, link);
+    this.#d.tell(
+      `pml: ${server} (${resource}) asks you to sign in. Open\n  ${link.href}\n  or run ` +
+        `\`pml auth ${server}\` in a terminal of this workspace.`,
+    );
+    this.#d.notify?.(`PML: sign in to ${server}`, `${link.href}\n(or: pml auth ${server})`);
+    await this.#d.audit?.write("sign_in", { server, resource, event: "waiting_for_user" });
+  }
+
+  #secret(server: string, value: string): void {
+    let set = this.#secrets.get(server);
+    if (!set) this.#secrets.set(server, set = new Set());
+    set.add(value);
+  }
+}
+
+/** What the agent is told: the server waits for its user, and how the user signs in. No link. */
+export function waitingResult(workflowId: string, server: string): CallToolResult {
+  const body: WaitingForSignIn = {
+    status: "waiting_for_human",
+    workflow_id: workflowId,
+    reason: "sign_in",
+    server,
+    message: `Not run yet: the remote MCP server "${server}" waits for its user to sign in ` +
+      `(OAuth). The user signs in with \`pml auth ${server}\` in a terminal of this workspace ` +
+      `(or through the link pml showed them). Then call pml__continue with workflow_id ` +
+      `"${workflowId}" and decision "yes" to run the call. The agent cannot sign in.`,
+  };
+  return {
+    content: [{ type: "text", text: JSON.stringify(body) }],
+    structuredContent: body as unknown as Record<string, unknown>,
+  };
+}
+
+function errorText(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}

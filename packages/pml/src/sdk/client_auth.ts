@@ -1,0 +1,3 @@
+// The SDK's "./*" export maps types to "*.js.d.ts", which Deno cannot resolve; name the real file.
+// @ts-types="../../../../node_modules/@modelcontextprotocol/sdk/dist/esm/client/auth.d.ts"
+export * from "@modelcontextprotocol/sdk/client/auth.js";
