@@ -61,6 +61,10 @@ export const pinServers: Pinner = async (servers, io) => {
             tools.map((t) => t.name).join(", ")
           }\n`,
         );
+        const reads = tools.filter(onlyReads).map((t) => t.name);
+        if (reads.length) {
+          io.stdout(`  read-only by their pinned definition (readOnlyHint): ${reads.join(", ")}\n`);
+        }
       } catch (err) {
         ok = false;
         io.stdout(`  not set up: ${errorMessage(err)}\n  (it is set up on first use instead)\n`);
@@ -71,6 +75,32 @@ export const pinServers: Pinner = async (servers, io) => {
   }
   return ok;
 };
+
+/** A pinned definition that says it only reads (as `McpPins.pinnedReadOnly` judges it). */
+function onlyReads(tool: object): boolean {
+  const a = (tool as { annotations?: unknown }).annotations as {
+    readOnlyHint?: unknown;
+    destructiveHint?: unknown;
+  } | undefined;
+  return a?.readOnlyHint === true && a.destructiveHint !== true;
+}
+
+/**
+ * Who answers the questions about the imported servers' tools (docs/approvals.md "Who decides"),
+ * by the `approvals` of `.pml.json` (`agent` counts only in a trusted file).
+ */
+export function whoAnswers(approvals: unknown, trusted: boolean, example: string): string {
+  const asked = `Calls to their tools are asked unless "permissions.allow" names them ` +
+    `(e.g. "${example}")`;
+  const you = "in the client's own prompt when it asks you, otherwise with `pml approve ID` or " +
+    "on the page of `pml approvals --open`";
+  if (approvals === "agent" && trusted) {
+    return `${asked}; the agent answers those questions ("approvals": "agent" in ${CONFIG_FILE})`;
+  }
+  if (approvals === "human") return `${asked}; you answer every one of them, ${you}`;
+  return `${asked}. You answer those questions, not the agent: ${you}. The agent may answer ` +
+    `only for a tool whose pinned definition says it only reads (readOnlyHint)`;
+}
 
 /** Namespaces an imported server never takes (PML's own tools). */
 const RESERVED = new Set(["pml", ...Object.keys(STD_MODULES)]);
@@ -213,9 +243,6 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
     );
   }
   const pinned = trusted ? await (opts.pinner ?? pinServers)(found.servers, io) : true;
-  io.stdout(
-    `Calls to their tools are asked unless "permissions.allow" names them ` +
-      `(e.g. "${found.servers[0].name}")\n`,
-  );
+  io.stdout(whoAnswers(current?.approvals, trusted, found.servers[0].name) + "\n");
   return found.skipped.some((s) => s.failed) || !pinned ? 1 : 0;
 }

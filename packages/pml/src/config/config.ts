@@ -66,8 +66,8 @@ export interface Config {
   readonly lockMaxAgeDays: number;
   /**
    * Who answers an approval the client did not elicit: `agent` (`pml:continue` decides), `human`
-   * (only the approval page or `pml approve`), or unset: human for shell, writes and installs,
-   * agent for the rest (docs/approvals.md).
+   * (only the approval page or `pml approve`), or unset: human for shell, writes, installs and
+   * the tools of MCP servers not pinned read-only, agent for the rest (docs/approvals.md).
    */
   readonly approvals?: "agent" | "human";
   /** Whether `.pml.json` applies beyond the built-in defaults (DESIGN §13 "Workspace trust"). */

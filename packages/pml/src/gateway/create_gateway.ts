@@ -6,6 +6,7 @@ import { type ApprovalMode, ApprovalStore } from "../permission/approval_store.t
 import { FILESYSTEM_WRITE_TOOLS } from "../config/defaults.ts";
 import { ApprovalPage } from "./approval_page.ts";
 import { approvalWhy } from "./approval_card.ts";
+import { serverToolIn, serverToolOf } from "./server_tool.ts";
 import { allChannels, desktopChannel, type Spawn, stderrChannel } from "./human_channels.ts";
 import { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingTable } from "../routing/routing.ts";
@@ -40,13 +41,14 @@ function samplingEnv(config: Config): Record<string, string> {
   return out;
 }
 
-/** What a human decides by default: shell, writes and installs (docs/approvals.md). */
+/** PML's own tools a human decides by default: shell and writes (docs/approvals.md). */
 const HUMAN_BY_DEFAULT: ReadonlySet<string> = new Set([...FILESYSTEM_WRITE_TOOLS, "shell:exec"]);
 
 /**
  * Who decides `request` under the `.pml.json` `approvals` setting (DESIGN §13 "Who decides"): by
- * default a human decides installs, shell, writes and every `integrity` approval (a changed
- * definition, grant, command or proxy target, a tool that appeared after pinning).
+ * default a human decides installs, shell, writes, every `integrity` approval (a changed
+ * definition, grant, command or proxy target, a tool that appeared after pinning) and the tools of
+ * MCP servers (brought or from a registry) whose pinned definition does not say they only read.
  */
 export function approvalMode(
   setting: Config["approvals"],
@@ -57,6 +59,10 @@ export function approvalMode(
   if (request.type === "dependency" || request.context.dependency !== undefined) return "human";
   // A `.env` file's content would go to the model's provider (targets/std/secret_files.ts).
   if (request.context.secret_file !== undefined) return "human";
+  // A server's tool does what its server decides: moving it behind PML must not hand its approval
+  // to the agent (gateway/server_tool.ts).
+  const server = serverToolIn(request.context);
+  if (request.type === "tool_permission" && server && !server.read_only) return "human";
   const tool = request.context.tool;
   return request.type === "tool_permission" && typeof tool === "string" &&
       HUMAN_BY_DEFAULT.has(tool)
@@ -124,20 +130,17 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     audit,
     now: opts.now,
   });
-  const cloud = createCloud(
-    config,
-    { routingTable: opts.routingTable, ...opts.cloud },
-    new HttpPins({
-      // http metadata comes from the same registries; tests that fake only the cloud fake it too.
-      client: new RegistryClient({
-        registries: stack.client.registries,
-        fetch: opts.registry?.fetch ?? opts.cloud?.fetch,
-        timeoutMs: opts.registry?.registryTimeoutMs,
-      }),
-      pins,
-      now: opts.now,
+  const httpPins = new HttpPins({
+    // http metadata comes from the same registries; tests that fake only the cloud fake it too.
+    client: new RegistryClient({
+      registries: stack.client.registries,
+      fetch: opts.registry?.fetch ?? opts.cloud?.fetch,
+      timeoutMs: opts.registry?.registryTimeoutMs,
     }),
-  );
+    pins,
+    now: opts.now,
+  });
+  const cloud = createCloud(config, { routingTable: opts.routingTable, ...opts.cloud }, httpPins);
   const routing = cloud.routing;
   const std = new StdTarget({ config, pool, audit, routing, detectOs: opts.detectOs });
   const stdio = createStdioTarget(
@@ -220,6 +223,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     audit,
     metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),
+    serverTool: serverToolOf({ pins, http: httpPins }),
     resources: [pool, stdio.manager, execute.pool, page, signIn],
     signIns: signIn,
     sampling: new Sampling({

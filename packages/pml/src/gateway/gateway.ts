@@ -32,6 +32,7 @@ import {
 } from "../targets/target.ts";
 import { asksToOpenUrl } from "../targets/call_errors.ts";
 import { exposedName, idOfExposedName, isToolId } from "./names.ts";
+import type { ServerToolOf } from "./server_tool.ts";
 
 /** How the current request can reach the human and the client. */
 export interface CallChannel {
@@ -67,6 +68,11 @@ export interface GatewayDeps {
   readonly metaTools?: readonly MetaTool[];
   /** Namespaces `.pml.json` declares (private MCPs): always listed. */
   readonly declaredNamespaces?: readonly string[];
+  /**
+   * The MCP server an asked tool belongs to, said in its question (`context.mcp_server`): who may
+   * answer depends on it (`approvalMode`, gateway/server_tool.ts).
+   */
+  readonly serverTool?: ServerToolOf;
   /** Closed with the gateway (sandbox pools, process managers). */
   readonly resources?: readonly { close(): Promise<void> }[];
   /** Calls that wait for their user to sign in to a remote server (`oauth/remote_sign_in.ts`). */
@@ -271,6 +277,7 @@ export class Gateway {
       return errorResult(message, { status: "error", code, message });
     }
     const pre = answer;
+    const server = await this.#deps.serverTool?.(toolId, target);
     return await this.#deps.approvals.ask(
       {
         type: "tool_permission",
@@ -279,6 +286,7 @@ export class Gateway {
           tool: toolId,
           arguments: args,
           routing: this.#deps.routing.routeOf(toolId),
+          ...(server ? { mcp_server: server } : {}),
           ...pre?.context,
         },
       },

@@ -7,7 +7,8 @@
  *
  * Loaded once per session; entries no longer matched by `allow`/`ask`, and entries no call has
  * checked for 90 days (configurable), are dropped on load (the next use fetches and records them
- * again). Writes are atomic and serialised. A lockfile that does
+ * again), except those of a server `.pml.json` configures (`private_mcps`): their pins stay
+ * whatever `allow`/`ask` say and however long they were not used (docs/lockfile.md). Writes are atomic and serialised. A lockfile that does
  * not parse is reported (`LOCKFILE_CORRUPT`), never silently replaced.
  *
  * @module
@@ -72,12 +73,29 @@ export function lockEntryKept(
   return patterns.some((p) => p === "*" || p.split(":")[0] === namespace);
 }
 
+/** True for the stdio or http entry (`pml.mcp.<ns>.server`) of a configured namespace. */
+function configuredEntry(
+  name: string,
+  type: LockEntry["type"],
+  configured: ReadonlySet<string> | undefined,
+): boolean {
+  if (!configured?.size || type === "deno") return false;
+  const [pml, mcp, ns, server, ...rest] = name.split(".");
+  return pml === "pml" && mcp === "mcp" && server === "server" && !rest.length &&
+    configured.has(ns);
+}
+
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** How the clean-up on load judges entries. */
 export interface LockCleanup {
   /** `.pml.json` permissions: entries they no longer name are dropped. */
   readonly permissions?: Permissions;
+  /**
+   * Namespaces of the servers `.pml.json` configures (`private_mcps`): their entries are never
+   * dropped, since a pin dropped is a pin taken again silently from whatever the server says then.
+   */
+  readonly configured?: ReadonlySet<string>;
   /** Days since an entry was last checked (or fetched) before it is dropped; 0: never. */
   readonly maxAgeDays?: number;
   readonly now?: number;
@@ -121,6 +139,7 @@ export class Lockfile {
     const stale: string[] = [];
     const { permissions, maxAgeDays = DEFAULT_LOCK_MAX_AGE_DAYS, now = Date.now() } = cleanup;
     for (const [name, entry] of entries) {
+      if (configuredEntry(name, entry.type, cleanup.configured)) continue;
       let kept = true;
       if (permissions) {
         try {

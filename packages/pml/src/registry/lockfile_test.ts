@@ -60,6 +60,29 @@ Deno.test("lockfile: entries no longer in allow/ask are dropped on load", () =>
     ]);
   }));
 
+Deno.test("lockfile: a configured server's entry stays whatever allow/ask say and however old; others go", () =>
+  withDir(async (ws) => {
+    const lock = await Lockfile.open(ws);
+    const old = "2020-03-01T00:00:00.000Z";
+    await lock.record("pml.mcp.notes.server", { ...entry("pml.mcp.notes.server", "stdio") });
+    await lock.record("pml.mcp.web.server", {
+      ...entry("pml.mcp.web.server", "stdio"),
+      type: "http",
+      fetchedAt: old,
+    });
+    await lock.record("pml.mcp.gone.server", entry("pml.mcp.gone.server", "stdio"));
+    // A deno entry of the same namespace is no server's pin: the usual rules.
+    await lock.record("acme.tools.notes.thing", entry("acme.tools.notes.thing.ab12"));
+    const reopened = await Lockfile.open(ws, {
+      permissions: { allow: [], ask: [], deny: [] },
+      configured: new Set(["notes", "web"]),
+    });
+    assertEquals([...reopened.dropped].sort(), ["acme.tools.notes.thing", "pml.mcp.gone.server"]);
+    assertEquals(reopened.stale, []);
+    const file = JSON.parse(await Deno.readTextFile(lockfilePath(ws)));
+    assertEquals(Object.keys(file.entries).sort(), ["pml.mcp.notes.server", "pml.mcp.web.server"]);
+  }));
+
 Deno.test("lockfile: a corrupt file is reported and left as is", () =>
   withDir(async (ws) => {
     await Deno.mkdir(join(ws, ".pml"));

@@ -328,6 +328,17 @@ export class McpPins {
   }
 
   /**
+   * True when the definition of `tool` pinned for `name` says that it only reads
+   * (`annotations.readOnlyHint: true`, and no `destructiveHint: true` beside it): the definition
+   * the human saw at import or first use, not what the server says now. False when nothing is
+   * pinned for it, or the pinned definition is not in the cache.
+   */
+  async pinnedReadOnly(name: string, tool: string): Promise<boolean> {
+    const def = (await this.pinnedDefinitions(name))?.find((d) => d.name === tool);
+    return def?.annotations?.readOnlyHint === true && def.annotations.destructiveHint !== true;
+  }
+
+  /**
    * The tools in `defs` that `tools/list` must not show as they are (DESIGN §13): `changed` when
    * the definition differs from the one pinned for `name` (listed with a placeholder), `added`
    * when the tool appeared after the tools were pinned (withheld). Nothing pinned: empty.

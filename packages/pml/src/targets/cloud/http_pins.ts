@@ -85,6 +85,18 @@ export class HttpPins {
   }
 
   /**
+   * True when namespace `ns` is an http MCP server of a registry: pinned as one, or described as
+   * one by the registries (the answer is kept for its max-age and reused by the call's check).
+   * False for the platform's own namespaces, and while the registries are unreachable for one
+   * never pinned.
+   */
+  async isHttpMcp(ns: string): Promise<boolean> {
+    if ((await this.#pins.locked(`pml.mcp.${ns}.server`))?.type === "http") return true;
+    if (this.#notHttp.has(ns)) return false;
+    return (await this.#metadata(ns).catch(() => undefined)) !== undefined;
+  }
+
+  /**
    * The `listed` tools (by id) whose definition differs from the one pinned for their server
    * (`changed`), or that appeared after it was pinned (`added`).
    */

@@ -47,6 +47,7 @@ export function createRegistryStack(deps: {
   const lockfile = () => {
     opened ??= Lockfile.open(deps.config.workspace, {
       permissions: deps.permissions(),
+      configured: new Set(Object.keys(deps.config.privateMcps)),
       maxAgeDays: deps.config.lockMaxAgeDays,
       now: deps.now?.(),
     }).then((lock) => {
