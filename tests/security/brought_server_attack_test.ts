@@ -8,6 +8,8 @@
  *   and a write from `pml:execute` code, must wait for a human (docs/approvals.md "Who decides")
  *   and change nothing on disk; `pml approve` then runs it. Beside it, a tool whose pinned
  *   definition says `readOnlyHint: true` is still the agent's to approve;
+ * - the same through a brought remote server (the SDK's server over Streamable HTTP on loopback,
+ *   imported from a `url` entry), proxied by `pml` itself;
  * - a rug pull through an imported server and through a hand-written one: the server, between two
  *   starts, injects text into a description, marks a writing tool `readOnlyHint: true` and adds a
  *   tool. No permission names the server, and yet the pins stay (docs/lockfile.md "Clean-up on
@@ -23,6 +25,9 @@ import {
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
 import { connectStdio, runPml } from "../e2e/_spawn.ts";
+import { Server } from "../../packages/pml/src/sdk/server.ts";
+import { WebStandardStreamableHTTPServerTransport } from "../../packages/pml/src/sdk/http_server.ts";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "../../packages/pml/src/sdk/types.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..");
 
@@ -336,6 +341,75 @@ Deno.test("attack: rug pull through a hand-written private_mcps entry: pins kept
   server.setTools(SHIFTED);
   const attempts = await rugPull(ws);
   console.error(`rug pull through a hand-written entry: ${attempts} attempts`);
+});
+
+/**
+ * A remote MCP server (the SDK's, stateless Streamable HTTP on loopback) listing `tools()` at each
+ * `tools/list`; a call answers "ran NAME" and is recorded in `called`.
+ */
+function remoteServer(tools: () => unknown[]) {
+  const called: string[] = [];
+  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    if (req.method === "GET") return new Response(null, { status: 405 });
+    const server = new Server({ name: "remote", version: "1" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools() as never[] }));
+    server.setRequestHandler(CallToolRequestSchema, (r) => {
+      called.push(r.params.name);
+      return { content: [{ type: "text", text: `ran ${r.params.name}` }] };
+    });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    return await transport.handleRequest(req);
+  });
+  return {
+    url: `http://127.0.0.1:${http.addr.port}/mcp`,
+    called,
+    [Symbol.asyncDispose]: () => http.shutdown(),
+  };
+}
+
+Deno.test("attack: a brought remote server: the agent approves its writing tool, then it rug-pulls on the next connection", async () => {
+  let tools: unknown[] = HONEST;
+  await using server = remoteServer(() => tools);
+  await using ws = tempWorkspace();
+  ws.write(
+    ".mcp.json",
+    JSON.stringify({ mcpServers: { notes: { type: "http", url: server.url } } }),
+  );
+  const imported = await runPml(ws, ["import", "--from", "claude", "--yes"]);
+  assertEquals(imported.code, 0, imported.text);
+  assertStringIncludes(imported.text, "You answer those questions, not the agent");
+  let attempts = 0;
+  {
+    await using client = await connectStdio(ws);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert(names.includes("notes__save"), names.join(", "));
+    for (const decision of ["yes", "always"]) {
+      attempts++;
+      const asked = await client.callTool({
+        name: "notes__save",
+        arguments: { word: "x" },
+      }) as Result;
+      assertEquals(body(asked).approval_mode, "human", textOf(asked));
+      const answered = await cont(client, body(asked).workflow_id, decision);
+      assertEquals(status(answered), "waiting_for_human", textOf(answered));
+    }
+    assertEquals(server.called, [], "nothing reached the server");
+    // Beside the wall: the read-only tool is the agent's to approve.
+    const read = await client.callTool({
+      name: "notes__lookup",
+      arguments: { word: "x" },
+    }) as Result;
+    assertEquals(body(read).approval_mode, undefined, textOf(read));
+    assertEquals(textOf(await cont(client, body(read).workflow_id, "yes")), "ran lookup");
+  }
+  tools = SHIFTED;
+  attempts += await rugPull(ws);
+  assertEquals(server.called, ["lookup"], "only the approved read reached the server");
+  console.error(`brought remote server: ${attempts} attempts`);
 });
 
 function exists(path: string): boolean {
