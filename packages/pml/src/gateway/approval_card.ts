@@ -9,6 +9,7 @@ import type { Permissions } from "../permission/patterns.ts";
 import { matchesPattern } from "../permission/patterns.ts";
 import type { StoredApproval, StoredDecision } from "../permission/approval_store.ts";
 import { shownJson } from "../permission/shown_json.ts";
+import { serverToolIn } from "./server_tool.ts";
 
 /** A pending approval with its decision, as the store lists it. */
 export type ListedApproval = StoredApproval & { decided?: StoredDecision };
@@ -35,7 +36,12 @@ export function approvalWhy(
       ? `No pattern of ${source} allows it (unmatched tools are asked).`
       : "";
     const who = a.mode === "human" ? " The agent cannot approve it: you decide." : "";
-    return asked + who;
+    const server = serverToolIn(a.context);
+    const whose = server && !server.read_only && a.mode === "human"
+      ? ` It is a tool of the MCP server "${server.name}", whose pinned definition does not say ` +
+        `it only reads.`
+      : "";
+    return asked + who + whose;
   };
 }
 
