@@ -38,6 +38,9 @@ export interface RemoteSignInDeps {
   readonly address?: () => string;
 }
 
+/** How many sign-ins in a row a server may ask for, each right after the last (a bounded retry). */
+export const MAX_SIGN_INS = 3;
+
 /** The result of a call that waits for its user to sign in. */
 export interface WaitingForSignIn {
   status: "waiting_for_human";
@@ -78,6 +81,8 @@ export class RemoteSignIn {
   readonly #waiting = new Map<string, Waiting>();
   /** The last link of each server, for reminders (the human's only). */
   readonly #links = new Map<string, URL>();
+  /** Per server: sign-ins the server asked for again right after one, and when it last asked. */
+  readonly #rounds = new Map<string, { again: number; at: number }>();
   /** Secrets a message about a server must not carry (its tokens, its client secret). */
   readonly #secrets = new Map<string, Set<string>>();
 
@@ -127,14 +132,37 @@ export class RemoteSignIn {
 
   /**
    * The call's result while `server` waits for its user: `waiting_for_human` with a workflow id
-   * that `pml:continue` answers by running `resume` once the user signed in.
+   * that `pml:continue` answers by running `resume` once the user signed in. A server that asks
+   * again right after each sign-in (it refuses the tokens it issued) is asked at most
+   * {@link MAX_SIGN_INS} times in a row; then the call fails, saying so.
    */
-  wait(server: string, resource: string, resume: () => Promise<CallToolResult>): CallToolResult {
+  async wait(
+    server: string,
+    resource: string,
+    resume: () => Promise<CallToolResult>,
+  ): Promise<CallToolResult> {
     const now = (this.#d.now ?? Date.now)();
     for (const [id, w] of this.#waiting) if (w.expiresAt <= now) this.#waiting.delete(id);
+    const savedAt = (await this.store.read(server, resource))?.tokensSavedAt ?? 0;
+    const last = this.#rounds.get(server);
+    const again = last && savedAt > last.at ? last.again + 1 : (last?.again ?? 0);
+    this.#rounds.set(server, { again, at: now });
+    if (again >= MAX_SIGN_INS) {
+      this.#rounds.delete(server);
+      return errorText(
+        `"${server}" asked its user to sign in again right after each of ${again} sign-ins (it ` +
+          `refuses the tokens it issued, or asks for a scope it does not grant): PML stops ` +
+          `asking for this call. Check the server, then \`pml auth ${server}\` and call again.`,
+      );
+    }
     const id = crypto.randomUUID();
     this.#waiting.set(id, { server, resource, resume, expiresAt: now + SIGN_IN_TTL_MS });
     return waitingResult(id, server);
+  }
+
+  /** A call to `server` went through: its count of sign-ins in a row starts again. */
+  succeeded(server: string): void {
+    this.#rounds.delete(server);
   }
 
   owns(workflowId: string): boolean {

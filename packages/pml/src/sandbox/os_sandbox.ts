@@ -108,8 +108,12 @@ export function bwrapArgs(
     ...policy.denyRead.filter((p) => visible.some((root) => within(p, root)) && exists(p))
       .map((path) => ({ path, kind: "hide" as const })),
   ];
+  // A hidden entry is not bound again read-only (PML's home holds the trust store and the sign-in
+  // tokens: with HOME granted for writes, its lock re-exposed it).
+  const hidden = mounts.filter((m) => m.kind === "hide").map((m) => m.path);
   const locked = policy.denyWrite.filter((p) =>
-    policy.write.some((root) => within(p, root)) && exists(p)
+    policy.write.some((root) => within(p, root)) && exists(p) &&
+    !hidden.some((h) => within(p, h))
   );
   // The folder of a protected file (`.git` of `.git/config`) is bound onto itself: a mount point
   // cannot be renamed or removed, so the file cannot be moved away with its folder and replaced.

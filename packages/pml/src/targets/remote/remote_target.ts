@@ -145,7 +145,7 @@ export class RemoteTarget implements Target {
         return errorResult(err.message, { status: "error", code: err.code, server: def.server });
       }
       if (isPmlError(err, "SIGN_IN_REQUIRED") || await signIn.isWaiting(def.server, def.proxyTo)) {
-        return signIn.wait(def.server, def.proxyTo, () => this.call(call, ctx));
+        return await signIn.wait(def.server, def.proxyTo, () => this.call(call, ctx));
       }
       const message = await signIn.scrub(def.server, def.proxyTo, errorMessage(err));
       if (!isPmlError(err)) throw new Error(message);
@@ -204,6 +204,7 @@ export class RemoteTarget implements Target {
       ToolResultShape,
       { timeout: this.#d.timeoutMs ?? 60_000, signal: ctx.signal },
     );
+    this.#d.signIn?.succeeded(def.server);
     return result as CallToolResult;
   }
 
