@@ -3,8 +3,9 @@
  * already run behind PML (docs/import.md). Shows each server (kind, command, package, names of its
  * environment variables, never values), asks on the terminal (or `--yes`), writes them as
  * `private_mcps` of `.pml.json` (a human's decision: the file stays trusted), and with `--move`
- * removes them from the client's file (kept as `<file>.backup`) so the agent reaches them only
- * through PML.
+ * removes those the workspace owns from the client's file (kept as `<file>.backup`) so the agent
+ * reaches them only through PML; servers of the user's own files serve the user's other projects
+ * too and stay there unless `--move-user` says otherwise (`import/move_plan.ts`).
  *
  * @module
  */
@@ -20,7 +21,13 @@ import { createGateway } from "../gateway/create_gateway.ts";
 import type { StdioTarget } from "../targets/stdio/stdio_target.ts";
 import { objectOf } from "../import/client_entry.ts";
 import { removeFromClientFile } from "../import/client_files.ts";
-import { findServers, type ImportFrom, shortPath } from "../import/find_servers.ts";
+import {
+  findServers,
+  type FoundServers,
+  type ImportFrom,
+  shortPath,
+} from "../import/find_servers.ts";
+import { planMove } from "../import/move_plan.ts";
 import type { ImportedServer } from "../import/to_private_mcp.ts";
 import { STD_MODULES } from "../targets/std/std_target.ts";
 import type { CliIo } from "./io.ts";
@@ -29,7 +36,10 @@ import type { CliIo } from "./io.ts";
 export interface ImportOptions {
   readonly from?: ImportFrom;
   readonly yes: boolean;
+  /** Removes the imported servers the workspace owns from their client's files. */
   readonly move: boolean;
+  /** With `move`: the user-level files' servers too (every other project of the user loses them). */
+  readonly moveUser?: boolean;
   /** Injectable for tests (default: `npm view`). */
   readonly resolver?: NpmResolver;
   /** Installs and starts the written servers to pin their tools (default: {@link pinServers}). */
@@ -141,6 +151,43 @@ export function describeServer(s: ImportedServer, where: string): string {
   return lines.join("\n");
 }
 
+/**
+ * `--move`: removes the imported servers from their client's files, each file written once with
+ * one backup of its original; the user-level ones only when `user`. Returns the variables the
+ * client gave them that did not go into its `pml` entry (to be set for `pml`).
+ */
+async function moveServers(
+  found: FoundServers,
+  user: boolean,
+  io: CliIo,
+  ctx: { workspace: string; home?: string },
+): Promise<Set<string>> {
+  const unset = new Set<string>();
+  const { moves, left } = planMove(found.servers, found.sources, { user });
+  for (const { file, removals, servers } of moves) {
+    const { envMoved } = await removeFromClientFile(file, removals);
+    io.stdout(
+      `Removed ${servers.map((s) => `"${s.entry.name}"`).join(", ")} from ${file.path} ` +
+        `(the previous file is ${file.path}.backup)\n`,
+    );
+    const values = servers.flatMap((s) => Object.keys(s.values));
+    if (envMoved.size) {
+      io.stdout(`Moved their variables (${[...envMoved].join(", ")}) into its "pml" entry's env\n`);
+    }
+    for (const k of values) if (!envMoved.has(k)) unset.add(k);
+  }
+  for (const [path, servers] of left) {
+    io.stdout(
+      `Left ${servers.map((s) => `"${s.entry.name}"`).join(", ")} in ${shortPath(path, ctx)}: ` +
+        `your user-level configuration, which your other projects read too (the client still ` +
+        `runs them itself as well); \`pml import --move-user\` removes them from it, and those ` +
+        `projects then lose them\n`,
+    );
+    for (const s of servers) for (const k of Object.keys(s.values)) unset.add(k);
+  }
+  return unset;
+}
+
 /** See the module documentation. Returns the exit code. */
 export async function runImport(opts: ImportOptions, io: CliIo): Promise<number> {
   const ws = resolveWorkspace({ env: io.env, cwd: io.cwd });
@@ -180,7 +227,11 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
         "pml import needs your confirmation: run it in a terminal, or with --yes",
       );
     }
-    const what = opts.move ? `and remove them from the client files (backups kept)` : "";
+    const what = opts.moveUser
+      ? "and remove them from the client files, your user-level files included (backups kept)"
+      : opts.move
+      ? "and remove this project's from the client files (backups kept)"
+      : "";
     const answer = ((await io.prompt(`Write them to ${configPath} ${what}? [y/N]`)) ?? "").trim();
     if (!/^y(es)?$/i.test(answer)) {
       io.stdout("Nothing written.\n");
@@ -207,33 +258,9 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
     );
   }
 
-  const unset = new Set<string>();
-  if (opts.move) {
-    for (const file of found.files) {
-      const moved = found.servers.filter((s) =>
-        s.entry.file === file.path &&
-        s.entry.client === file.client
-      );
-      if (!moved.length) continue;
-      const values = Object.assign({}, ...moved.map((s) => s.values));
-      const { envMoved } = await removeFromClientFile(
-        file,
-        moved.map((s) => s.entry.name),
-        values,
-      );
-      io.stdout(
-        `Removed ${moved.map((s) => `"${s.entry.name}"`).join(", ")} from ${file.path} ` +
-          `(the previous file is ${file.path}.backup)\n`,
-      );
-      if (envMoved) {
-        io.stdout(
-          `Moved their variables (${Object.keys(values).join(", ")}) into its "pml" entry's env\n`,
-        );
-      } else for (const k of Object.keys(values)) unset.add(k);
-    }
-  } else {
-    for (const s of found.servers) for (const k of Object.keys(s.values)) unset.add(k);
-  }
+  const unset = opts.move || opts.moveUser
+    ? await moveServers(found, opts.moveUser === true, io, ctx)
+    : new Set(found.servers.flatMap((s) => Object.keys(s.values)));
   const needed = [...new Set(found.servers.flatMap((s) => s.envNames))].filter((n) => !io.env[n]);
   for (const n of unset) if (!needed.includes(n)) needed.push(n);
   if (needed.length) {

@@ -25,8 +25,10 @@ const USAGE: Record<string, string> = {
                      (default: claude)
 `,
   import: `  pml import [--from claude|cursor|vscode|gemini|codex|opencode|qwen|PATH] [--yes]
-             [--move]
-                     bring the MCP servers your agents run (or a server.json) behind PML
+             [--move | --move-user]
+                     bring the MCP servers your agents run (or a server.json) behind PML;
+                     --move removes this project's from the client files, --move-user
+                     also those of your user-level files (your other projects lose them)
 `,
   stdio: `  pml stdio          serve MCP over stdio (what your MCP client runs)
 `,
@@ -134,6 +136,7 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
             from: { type: "string" },
             yes: { type: "boolean", short: "y", default: false },
             move: { type: "boolean", default: false },
+            "move-user": { type: "boolean", default: false },
           },
         });
         if (positionals.length > 1 || (positionals.length && values.from !== undefined)) {
@@ -149,7 +152,12 @@ export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promi
           : (IMPORT_CLIENTS as readonly string[]).includes(source)
           ? { client: source as ImportClient }
           : { path: source };
-        return await runImport({ from, yes: values.yes, move: values.move }, io);
+        return await runImport({
+          from,
+          yes: values.yes,
+          move: values.move || values["move-user"],
+          moveUser: values["move-user"],
+        }, io);
       }
       case "stdio": {
         parseArgs({ args: rest, options: {} });

@@ -1,6 +1,9 @@
 /**
  * Where each agent keeps its MCP servers, and how `pml import` reads them and, with `--move`,
  * removes them (the old file kept as `<file>.backup`). Project files first, then the user's own.
+ * What a project file holds, and this project's entry of `~/.claude.json`, belongs to the workspace
+ * (`scope: "project"`); the rest of the user's files serves every project of that user
+ * (`scope: "user"`), so `--move` leaves it in place unless `--move-user` says otherwise.
  *
  * | client   | project                 | user                                                   |
  * | -------- | ----------------------- | ------------------------------------------------------ |
@@ -41,6 +44,16 @@ export interface ClientFile {
   readonly format: "json" | "toml";
   /** The keys leading to the servers' object (`["mcpServers"]`, `["projects", ws, "mcpServers"]`). */
   readonly at: readonly string[];
+  /**
+   * `project`: the workspace's own (its files, its entry of `~/.claude.json`); `user`: the user's
+   * configuration, which every other project of that user reads too.
+   */
+  readonly scope: "project" | "user";
+}
+
+/** Where a file given by path belongs: the workspace's when it lies inside it, else the user's. */
+export function scopeOfPath(path: string, workspace: string): ClientFile["scope"] {
+  return path.startsWith(workspace + "/") ? "project" : "user";
 }
 
 type Reader = typeof jsonEntry;
@@ -67,6 +80,7 @@ export function clientFiles(
     path,
     format,
     at,
+    scope: scopeOfPath(path, ws),
   });
   const user = (...parts: string[]) => (home ? [join(home, ...parts)] : []);
   switch (client) {
@@ -74,7 +88,7 @@ export function clientFiles(
       return [
         f(join(ws, ".mcp.json"), ["mcpServers"]),
         ...user(".claude.json").flatMap((p) => [
-          f(p, ["projects", ws, "mcpServers"]),
+          { ...f(p, ["projects", ws, "mcpServers"]), scope: "project" as const },
           f(p, ["mcpServers"]),
         ]),
       ];
@@ -146,29 +160,45 @@ export async function readClientFile(file: ClientFile): Promise<ClientEntry[]> {
   return out;
 }
 
+/** Servers to remove from one object of a file, and the values the client gave them. */
+export interface Removal {
+  /** The keys leading to the servers' object ({@link ClientFile.at}). */
+  readonly at: readonly string[];
+  readonly names: readonly string[];
+  /** Variables (name → value) the client gave these servers. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
 /**
- * Removes the servers `names` from `file` (`pml import --move`): the old file is saved as
- * `<file>.backup`, every other key is kept. In a JSON file whose `pml` entry sits beside them,
- * `env` (the values the client gave the moved servers) is merged into that entry's `env`, so the
- * client still hands them to PML. Returns whether `env` went there.
+ * Removes servers from one file (`pml import --move`), every object of it at once: the file is read
+ * once, saved once as `<file>.backup` (the original), and written once; every other key is kept.
+ * In a JSON object whose `pml` entry sits beside the removed servers, their `env` is merged into
+ * that entry's `env`, so the client still hands the values to PML. Returns the names of the
+ * variables that went there.
  */
 export async function removeFromClientFile(
-  file: ClientFile,
-  names: readonly string[],
-  env: Readonly<Record<string, string>> = {},
-): Promise<{ envMoved: boolean }> {
+  file: Pick<ClientFile, "path" | "format">,
+  removals: readonly Removal[],
+): Promise<{ envMoved: Set<string> }> {
   const text = await Deno.readTextFile(file.path);
   await Deno.copyFile(file.path, `${file.path}.backup`);
+  const envMoved = new Set<string>();
   if (file.format === "toml") {
-    await writeFileAtomic(file.path, withoutTomlTables(text, file.at[0], names));
-    return { envMoved: false };
+    let next = text;
+    for (const r of removals) next = withoutTomlTables(next, r.at[0], r.names);
+    await writeFileAtomic(file.path, next);
+    return { envMoved };
   }
   const doc = JSON.parse(text);
-  const servers = dig(doc, file.at);
-  for (const name of names) delete servers[name];
-  const pml = objectOf(servers.pml);
-  const envMoved = pml !== undefined && Object.keys(env).length > 0;
-  if (pml && envMoved) pml.env = { ...(objectOf(pml.env) ?? {}), ...env };
+  for (const r of removals) {
+    const servers = dig(doc, r.at);
+    for (const name of r.names) delete servers[name];
+    const pml = objectOf(servers.pml);
+    if (pml && Object.keys(r.env).length) {
+      pml.env = { ...(objectOf(pml.env) ?? {}), ...r.env };
+      for (const k of Object.keys(r.env)) envMoved.add(k);
+    }
+  }
   await writeFileAtomic(file.path, JSON.stringify(doc, null, 2) + "\n");
   return { envMoved };
 }

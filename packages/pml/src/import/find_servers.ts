@@ -15,6 +15,7 @@ import {
   IMPORT_CLIENTS,
   type ImportClient,
   readClientFile,
+  scopeOfPath,
 } from "./client_files.ts";
 import { isServerJson, parseServerJson, serverJsonEntry } from "./server_json.ts";
 import { parseToml } from "./toml.ts";
@@ -26,8 +27,8 @@ export type ImportFrom = { readonly client: ImportClient } | { readonly path: st
 /** What was found, with what was left aside and why. */
 export interface FoundServers {
   readonly servers: ImportedServer[];
-  /** The files the servers came from (for `--move`). */
-  readonly files: ClientFile[];
+  /** The file (and object in it) each server came from, for `--move`; none for a server.json. */
+  readonly sources: ReadonlyMap<ImportedServer, ClientFile>;
   /** Entries left aside: PML's own, disabled, already in `.pml.json`, failed to resolve. */
   readonly skipped: {
     readonly entry: ClientEntry;
@@ -52,6 +53,7 @@ function clientOfPath(path: string, doc: Record<string, unknown>): ImportClient 
 
 async function entriesOfPath(
   path: string,
+  workspace: string,
 ): Promise<{ entries: ClientEntry[]; file?: ClientFile; missing: string[] }> {
   let text: string;
   try {
@@ -78,7 +80,13 @@ async function entriesOfPath(
     : client === "opencode"
     ? ["mcp"]
     : ["mcpServers"];
-  const file: ClientFile = { client, path, format: client === "codex" ? "toml" : "json", at };
+  const file: ClientFile = {
+    client,
+    path,
+    format: client === "codex" ? "toml" : "json",
+    at,
+    scope: scopeOfPath(path, workspace),
+  };
   const entries = await readClientFile(file);
   if (!entries.length) {
     throw new PmlError(
@@ -106,27 +114,24 @@ export async function findServers(
   },
 ): Promise<FoundServers> {
   const found: { entry: ClientEntry; file?: ClientFile }[] = [];
-  const files: ClientFile[] = [];
   const missing: string[] = [];
   if (from && "path" in from) {
-    const r = await entriesOfPath(resolve(ctx.cwd, from.path));
+    const r = await entriesOfPath(resolve(ctx.cwd, from.path), ctx.workspace);
     for (const entry of r.entries) found.push({ entry, file: r.file });
-    if (r.file) files.push(r.file);
     missing.push(...r.missing);
   } else {
     for (const client of from ? [from.client] : IMPORT_CLIENTS) {
       for (const file of clientFiles(client, ctx)) {
-        const entries = await readClientFile(file);
-        if (entries.length) files.push(file);
-        for (const entry of entries) found.push({ entry, file });
+        for (const entry of await readClientFile(file)) found.push({ entry, file });
       }
     }
   }
+  const sources = new Map<ImportedServer, ClientFile>();
   const servers: ImportedServer[] = [];
   const skipped: FoundServers["skipped"] = [];
   const names = new Set<string>();
   const taken = new Set([...ctx.reserved, ...ctx.existing]);
-  for (const { entry } of found) {
+  for (const { entry, file } of found) {
     if (isPmlEntry(entry)) {
       skipped.push({ entry, reason: "PML's own entry" });
       continue;
@@ -152,11 +157,12 @@ export async function findServers(
       });
       taken.add(ns);
       servers.push(server);
+      if (file) sources.set(server, file);
     } catch (err) {
       skipped.push({ entry, reason: errorMessage(err), failed: true });
     }
   }
-  return { servers, files, skipped, missing };
+  return { servers, sources, skipped, missing };
 }
 
 /** The servers every client's files hold (not PML's own, not disabled), unconverted: for `pml init`. */
