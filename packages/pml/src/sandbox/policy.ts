@@ -125,6 +125,26 @@ export const HOME_SECRETS: readonly string[] = [
   ".zsh_history",
 ];
 
+/**
+ * PML's own home (`~/.pml`, or `PML_HOME`): its credentials, the trust store, the human-only text
+ * of pending approvals, and whatever it keeps there later. Hidden under every grant, unlike the
+ * other secrets (an explicit grant inside one shows it): a grant inside it is dropped from the
+ * policy, and so is a write-protection (a control file of a grant of `HOME`: `~/.pml` is one) that
+ * would bind it back, read-only but readable, over its hiding place. Only PML's own caches of public
+ * code under it ({@link PML_HOME_CACHES}) can be granted for reading, by PML itself.
+ */
+export function pmlHomes(env: { readonly HOME?: string; readonly PML_HOME?: string }): string[] {
+  const homes = env.HOME && isAbsolute(env.HOME) ? [join(env.HOME, ".pml")] : [];
+  if (env.PML_HOME && isAbsolute(env.PML_HOME)) homes.push(env.PML_HOME);
+  return [...new Set(homes.flatMap((home) => [home, real(home) ?? home]))];
+}
+
+/**
+ * Folders of PML's home that hold public code only, which PML grants its registry modules for
+ * reading: Deno's cache (their pinned imports) and the registry's modules and run folders.
+ */
+export const PML_HOME_CACHES: readonly string[] = ["deno", "registry"];
+
 /** Secrets of the system: password hashes and who may become root. */
 export const SYSTEM_SECRETS: readonly string[] = [
   "/etc/shadow",
@@ -159,6 +179,7 @@ export function secretPaths(
   home: string | undefined,
   extra: readonly string[] = [],
   asRoot = Deno.uid() === 0,
+  pmlHome?: string,
 ): string[] {
   const out = new Set<string>();
   const add = (path: string) => {
@@ -167,7 +188,7 @@ export function secretPaths(
     if (target && target !== path) out.add(target);
   };
   if (home) { for (const rel of HOME_SECRETS) add(join(home, rel)); }
-  for (const path of [...SYSTEM_SECRETS, ...extra]) add(path);
+  for (const path of [...SYSTEM_SECRETS, ...extra, ...(pmlHome ? [pmlHome] : [])]) add(path);
   if (asRoot) { for (const path of rootOnlyFiles("/etc")) out.add(path); }
   return [...out].sort();
 }
@@ -236,8 +257,11 @@ export function sandboxIdentity(
 export interface PolicyInput {
   /** `toolbox` for programs, `narrow` for Deno code (see the module's doc). */
   readonly view: "toolbox" | "narrow";
-  /** The user's `HOME` and `PATH` (the toolbox, and where the secrets are). */
-  readonly env: { readonly HOME?: string; readonly PATH?: string };
+  /**
+   * The user's `HOME` and `PATH` (the toolbox, and where the secrets are), and `PML_HOME` when PML's
+   * home is not `~/.pml`.
+   */
+  readonly env: { readonly HOME?: string; readonly PATH?: string; readonly PML_HOME?: string };
   readonly read?: readonly string[];
   readonly write?: readonly string[];
   /** Secrets besides the built-in ones (`.pml.json` `sandbox.deny`). */
@@ -260,15 +284,24 @@ export interface PolicyInput {
  * ```
  */
 export function sandboxPolicy(input: PolicyInput): OsPolicy {
+  const { HOME, PATH, PML_HOME } = input.env;
   const look = hostView(
-    JSON.stringify([input.view, input.env.HOME ?? null, input.env.PATH ?? null, input.deny ?? []]),
+    JSON.stringify([input.view, HOME ?? null, PATH ?? null, input.deny ?? [], PML_HOME ?? null]),
   );
+  // PML's home stays hidden under every grant (see `pmlHomes`).
+  const homes = pmlHomes(input.env);
+  const inHome = (path: string) => homes.some((home) => within(path, home));
+  const shownCache = (path: string) =>
+    homes.some((home) => PML_HOME_CACHES.some((cache) => within(path, join(home, cache))));
   // Only what exists can be bound: a secret or a guarded file that appears later changes the
   // policy, and the pool then replaces the warm sandbox that did not hide it (for secrets, from the
   // next look at the machine: see HOST_VIEW_REUSE_MS).
-  const read = [...new Set([...look.view, ...(input.read ?? [])])];
-  const write = [...new Set(input.write ?? [])];
-  const guarded = existing([...new Set(input.denyWrite ?? [])]);
+  const read = [...new Set([...look.view, ...(input.read ?? [])])]
+    .filter((path) => !inHome(path) || shownCache(path));
+  const write = [...new Set(input.write ?? [])].filter((path) => !inHome(path));
+  const guarded = existing(
+    [...new Set(input.denyWrite ?? [])].filter((path) => !hiddenUnder(path, look.denyRead, write)),
+  );
   return {
     read,
     write,
@@ -333,16 +366,30 @@ export function reusedFor<T>(reuseMs: number, compute: (key: string) => T): Reus
   return look;
 }
 
-/** The machine's part of a policy, by `[view, HOME, PATH, deny]` (JSON). */
+/**
+ * True when the deepest of `hidden` and `writes` holding `path` is a hidden one: it is read-only
+ * there already, and a read-only bind of it would show it again (a write grant of `HOME` made its
+ * control file `~/.pml` one, bound over the hidden `~/.pml`).
+ */
+function hiddenUnder(path: string, hidden: readonly string[], writes: readonly string[]): boolean {
+  const deepest = (roots: readonly string[]) =>
+    Math.max(-1, ...roots.filter((root) => within(path, root)).map((root) => root.length));
+  const hide = deepest(hidden);
+  return hide >= 0 && hide >= deepest(writes);
+}
+
+/** The machine's part of a policy, by `[view, HOME, PATH, deny, PML_HOME]` (JSON). */
 const hostView = reusedFor(HOST_VIEW_REUSE_MS, (key) => {
-  const [view, home, path, deny] = JSON.parse(key) as [
+  const [view, home, path, deny, pmlHome] = JSON.parse(key) as [
     PolicyInput["view"],
     string | null,
     string | null,
     string[],
+    string | null,
   ];
   const env = { HOME: home ?? undefined, PATH: path ?? undefined };
-  const secrets = secretPaths(env.HOME, deny);
+  const own = pmlHome && isAbsolute(pmlHome) ? pmlHome : undefined;
+  const secrets = secretPaths(env.HOME, deny, undefined, own);
   const found = existing(secrets);
   const shown = new Map<string, string>();
   return {
@@ -375,7 +422,7 @@ function existing(paths: readonly string[]): [path: string, id: string][] {
 }
 
 /**
- * Takes the machine's look again now for every `[view, HOME, PATH, deny]` a policy used less than
+ * Takes the machine's look again now for every `[view, HOME, PATH, deny, PML_HOME]` a policy used less than
  * `usedWithinMs` ago, so that the next policies within {@link HOST_VIEW_REUSE_MS} reuse it instead
  * of looking on a call's path (`sandbox/look_ahead.ts`). Looks of keys not used that recently are
  * dropped (the next policy for them looks again).

@@ -67,3 +67,31 @@ Deno.test("sandboxPolicy: a secret or a guarded file replaced by a new entry cha
   refreshHostViews(10_000);
   assert(policy() !== renamed, "a secret created again is a new entry from the next look");
 });
+
+Deno.test("sandboxPolicy: PML's home stays hidden under every grant; only its caches of public code can be read", async () => {
+  await using ws = tempWorkspace();
+  const pmlHome = `${ws.home}/.pml`;
+  Deno.mkdirSync(`${pmlHome}/deno`, { recursive: true });
+  const env = { HOME: ws.home, PATH: "/usr/bin" };
+  const policy = sandboxPolicy({
+    view: "toolbox",
+    env,
+    read: [pmlHome, `${pmlHome}/approvals`, `${pmlHome}/deno`],
+    write: [ws.home, `${pmlHome}/approvals`],
+    denyWrite: [pmlHome, `${ws.home}/.bashrc`],
+  });
+  assert(policy.denyRead.includes(pmlHome));
+  assertEquals(policy.write, [ws.home], "no write grant inside it");
+  assert(!policy.read.includes(pmlHome) && !policy.read.includes(`${pmlHome}/approvals`));
+  assert(policy.read.includes(`${pmlHome}/deno`), "Deno's cache, granted by PML, stays");
+  assert(!policy.denyWrite.includes(pmlHome), "no read-only bind of it over its hiding place");
+  // PML_HOME elsewhere is hidden too.
+  const elsewhere = `${ws.root}/pml-home`;
+  Deno.mkdirSync(elsewhere);
+  const other = sandboxPolicy({
+    view: "narrow",
+    env: { ...env, PML_HOME: elsewhere },
+    read: [ws.root],
+  });
+  assert(other.denyRead.includes(elsewhere), JSON.stringify(other.denyRead));
+});

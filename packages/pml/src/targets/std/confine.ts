@@ -12,6 +12,11 @@ export interface PathRoots {
   readonly workspace: string;
   readonly read: readonly string[];
   readonly write: readonly string[];
+  /**
+   * Folders no tool reads or writes whatever the grants say: PML's own home (its credentials, trust
+   * store, approvals; `sandbox/policy.ts` `pmlHomes`).
+   */
+  readonly hidden?: readonly string[];
 }
 
 function inside(path: string, root: string): boolean {
@@ -71,6 +76,18 @@ export function confinePath(input: unknown, access: "read" | "write", roots: Pat
   const verb = access === "read" ? "read" : "write";
   const absolute = resolve(roots.workspace, input);
   const real = realPathForAccess(absolute);
+  const hidden = (roots.hidden ?? []).find((h) =>
+    inside(real, h) || (access === "write" && inside(h, real))
+  );
+  if (hidden !== undefined) {
+    throw new PmlError(
+      "PATH_OUTSIDE_WORKSPACE",
+      `Cannot ${verb} "${input}": ${inside(real, hidden) ? "it is in" : "it holds"} PML's own ` +
+        `home "${hidden}" (its credentials, trust store and approvals), which no tool may ` +
+        "read or write, whatever .pml.json grants",
+      { details: { path: input, resolved: real } },
+    );
+  }
   const grants = access === "read" ? [...roots.read, ...roots.write] : roots.write;
   if (inside(real, roots.workspace) || grants.some((g) => inside(real, g))) {
     if (access === "write") refuseGuardedFile(input, real, [roots.workspace, ...roots.write]);

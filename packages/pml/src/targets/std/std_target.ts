@@ -13,7 +13,7 @@ import {
 } from "../../sandbox/os_sandbox.ts";
 import { guardedPathHit, guardedPaths } from "../../config/control_files.ts";
 import { missingGuarded, settleCreatedGuarded } from "./created_guarded.ts";
-import { type PolicyInput, sandboxPolicy } from "../../sandbox/policy.ts";
+import { pmlHomes, type PolicyInput, sandboxPolicy } from "../../sandbox/policy.ts";
 import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import { sandboxEntry } from "../../paths.ts";
@@ -111,6 +111,7 @@ export class StdTarget implements Target {
       workspace: deps.config.workspace,
       read: deps.config.sandbox.read,
       write: deps.config.sandbox.write,
+      hidden: [...new Set([...pmlHomes(deps.config.env), deps.config.pmlHome])],
     };
   }
 
