@@ -40,3 +40,4 @@ export {
 export { fqdnWithHash, type ParsedFqdn, parseFqdn } from "./src/registry/fqdn.ts";
 export { authenticate, createApiKey, type CreatedApiKey } from "./src/auth/keys.ts";
 export { HttpError } from "./src/http.ts";
+export { StoreUnavailableError } from "./src/store/unavailable.ts";

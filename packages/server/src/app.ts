@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { authenticateMcp, isOauthPath, noOauth } from "./auth/mcp_auth.ts";
+import { authenticateMcp, isMcpRequest, isOauthPath, noOauth } from "./auth/mcp_auth.ts";
 import { errorResponse, HttpError, jsonResponse } from "./http.ts";
 import { RegistryCache } from "./registry/cache.ts";
 import type { RoutingTable } from "./registry/routing_table.ts";
@@ -19,6 +19,7 @@ import { handleMcpPost, type McpHandler } from "./routes/mcp_post.ts";
 import { serveRegistryEntry } from "./routes/registry.ts";
 import { serveRouting } from "./routes/routing.ts";
 import type { Store } from "./store/store.ts";
+import { StoreUnavailableError } from "./store/unavailable.ts";
 
 /** Default largest request body (1 MiB). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -37,6 +38,8 @@ export interface AppDeps {
   readonly now?: () => number;
   /** Where unexpected errors are reported (default `console.error`). */
   readonly logError?: (message: string, error: unknown) => void;
+  /** Where an outage of the store is reported, one line at a time (default `console.error`). */
+  readonly log?: (line: string) => void;
 }
 
 /** The request handler returned by {@link createApp}. */
@@ -97,14 +100,55 @@ export function createApp(deps: AppDeps): App {
     throw new HttpError(404, "not_found", `No route for ${method} ${path.slice(0, 200)}`);
   }
 
+  const storeDown = outageLog(now, deps.log ?? ((line) => console.error(line)));
   return async (request) => {
     try {
       return await route(request);
     } catch (error) {
       if (error instanceof HttpError) return errorResponse(error);
+      if (error instanceof StoreUnavailableError) {
+        storeDown(error);
+        return storeUnavailable(request, error);
+      }
       logError(`pml-server: ${request.method} ${new URL(request.url).pathname} failed:`, error);
       return jsonResponse(500, { error: "internal_error", message: "Internal server error" });
     }
+  };
+}
+
+/**
+ * `503 store_unavailable` with `Retry-After: 1`; an MCP request gets the same as a JSON-RPC error
+ * (`data.reason`), which MCP clients show.
+ */
+function storeUnavailable(request: Request, error: StoreUnavailableError): Response {
+  const headers = { "retry-after": "1", "cache-control": "no-store" };
+  const message = `${error.message}; retry shortly`;
+  if (isMcpRequest(request)) {
+    return jsonResponse(503, {
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: STORE_UNAVAILABLE_RPC, message, data: { reason: error.code } },
+    }, headers);
+  }
+  return jsonResponse(503, { error: error.code, message }, headers);
+}
+
+/** JSON-RPC code of `store_unavailable` (implementation-defined server error range). */
+export const STORE_UNAVAILABLE_RPC = -32003;
+
+/**
+ * Logs an outage of the store once when it begins and then at most every 10 s with the number of
+ * requests it failed, rather than once per request.
+ */
+function outageLog(now: () => number, log: (line: string) => void) {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  let failed = 0;
+  return (error: StoreUnavailableError) => {
+    failed++;
+    if (now() - loggedAt < 10_000) return;
+    log(`pml-server: ${error.message} (${failed} request(s) answered 503 store_unavailable)`);
+    loggedAt = now();
+    failed = 0;
   };
 }
 

@@ -8,6 +8,7 @@
  * | hostname | `--hostname` | | `127.0.0.1` |
  * | SQLite folder | `--data-dir` | `PML_DATA_DIR` | `~/.pml-server` (`./data` without `HOME`) |
  * | PostgreSQL | | `PML_DATABASE_URL` | none: SQLite |
+ * | deadline of one PostgreSQL operation (ms) | | `PML_DATABASE_TIMEOUT_MS` | 3000 |
  * | registry folder | `--registry-dir` | `PML_REGISTRY_DIR` | the repository's `registry/` |
  *
  * @module
@@ -24,6 +25,8 @@ export interface ServerConfig {
   /** Absolute folder of the SQLite file (unused when `databaseUrl` is set). */
   readonly dataDir: string;
   readonly databaseUrl?: string;
+  /** Deadline of one PostgreSQL operation, connecting included (ms). */
+  readonly databaseTimeoutMs?: number;
   /** Absolute `registry/` folder (std modules, MCP metadata, routing.json). */
   readonly registryDir: string;
 }
@@ -55,6 +58,7 @@ export function resolveConfig(
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new TypeError(`Invalid PML_DATABASE_URL: expected a postgres:// URL`);
   }
+  const databaseTimeoutMs = positiveMs("PML_DATABASE_TIMEOUT_MS", env("PML_DATABASE_TIMEOUT_MS"));
   const home = env("HOME");
   const dataDir = flags["data-dir"] ?? env("PML_DATA_DIR") ??
     (home ? join(home, ".pml-server") : "data");
@@ -65,6 +69,15 @@ export function resolveConfig(
     hostname: flags.hostname ?? "127.0.0.1",
     dataDir: resolve(cwd, dataDir),
     databaseUrl,
+    ...(databaseTimeoutMs === undefined ? {} : { databaseTimeoutMs }),
     registryDir: resolve(cwd, registryDir),
   };
+}
+
+/** A duration in ms from the environment (`undefined` when unset). */
+function positiveMs(name: string, text: string | undefined): number | undefined {
+  if (text === undefined || text === "") return undefined;
+  const ms = /^[0-9]{1,9}$/.test(text) ? Number(text) : NaN;
+  if (!(ms > 0)) throw new TypeError(`Invalid ${name} "${text}": expected a positive integer`);
+  return ms;
 }

@@ -4,7 +4,9 @@
  * MCP endpoint lists and calls the server-side ones; `pml:search` ranks all of them.
  *
  * Built once per registry version (the store's counter, read at most once per `ttlMs`), so a
- * publish or a reseed — by this instance or another sharing the database — is picked up.
+ * publish or a reseed — by this instance or another sharing the database — is picked up. While the
+ * store is unavailable the last built catalog serves on (and is checked again in the background);
+ * only a first build needs the store.
  *
  * Std module bodies are imported (from a `data:` URL of the stored bytes) to read `__meta__` and,
  * for server-routed namespaces, to run them. Only seeded `pml.std.*` entries are imported: they
@@ -16,6 +18,7 @@
 import { encodeBase64 } from "../registry/_base64.ts";
 import { fqdnWithHash } from "../registry/fqdn.ts";
 import type { EntryType, RegistryEntry, Routing, Store } from "../store/store.ts";
+import { StoreUnavailableError } from "../store/unavailable.ts";
 import { exposedName } from "./names.ts";
 
 /** Where an http entry's BYOK key goes (`format` contains `{key}`). */
@@ -76,6 +79,8 @@ export class ToolCatalog {
   #snapshot: CatalogSnapshot | undefined;
   #checkedAt = Number.NEGATIVE_INFINITY;
   #pending: Promise<CatalogSnapshot> | undefined;
+  /** The last refresh failed with the store unavailable. */
+  #storeDown = false;
 
   constructor(store: Store, options: ToolCatalogOptions = {}) {
     this.#store = store;
@@ -89,14 +94,24 @@ export class ToolCatalog {
       return Promise.resolve(this.#snapshot);
     }
     this.#pending ??= this.#refresh().finally(() => this.#pending = undefined);
+    if (this.#storeDown && this.#snapshot) {
+      this.#pending.catch(() => {});
+      return Promise.resolve(this.#snapshot);
+    }
     return this.#pending;
   }
 
   async #refresh(): Promise<CatalogSnapshot> {
-    const version = await this.#store.registryVersion();
-    if (this.#snapshot?.version !== version) this.#snapshot = await this.#build(version);
+    try {
+      const version = await this.#store.registryVersion();
+      if (this.#snapshot?.version !== version) this.#snapshot = await this.#build(version);
+      this.#storeDown = false;
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError) || !this.#snapshot) throw error;
+      this.#storeDown = true;
+    }
     this.#checkedAt = this.#now();
-    return this.#snapshot;
+    return this.#snapshot!;
   }
 
   async #build(version: number): Promise<CatalogSnapshot> {

@@ -7,9 +7,16 @@
  * through the store's registry version counter, read at most once per `ttlMs` (default 1 s):
  * a stale answer lives at most `ttlMs` plus one version query.
  *
+ * An outage of the store ({@link StoreUnavailableError}) does not stop what the cache holds: an
+ * entry served before the outage is served on (it may be the previous version of an entry another
+ * instance changed meanwhile), and while the store is down the version is checked again in the
+ * background rather than ahead of each answer. An entry the cache does not hold is the store's
+ * error (`503 store_unavailable`).
+ *
  * @module
  */
 import type { EntryType, RegistryEntry, Routing, Store } from "../store/store.ts";
+import { StoreUnavailableError } from "../store/unavailable.ts";
 import { fqdnWithHash } from "./fqdn.ts";
 
 /** An entry prepared for serving: bytes and headers computed once. */
@@ -49,6 +56,8 @@ export class RegistryCache {
   #checkedAt = Number.NEGATIVE_INFINITY;
   #checking: Promise<void> | undefined;
   #generation = 0;
+  /** The last version check failed: the store is down. */
+  #storeDown = false;
 
   constructor(store: Store, options: RegistryCacheOptions = {}) {
     this.#store = store;
@@ -59,7 +68,10 @@ export class RegistryCache {
 
   /** The served form of the entry `name`, or `null` when the registry has none. */
   async lookup(name: string): Promise<ServedEntry | null> {
-    if (this.#now() - this.#checkedAt >= this.#ttlMs) await this.#checkVersion();
+    if (this.#now() - this.#checkedAt >= this.#ttlMs) {
+      const checked = this.#checkVersion();
+      if (!this.#storeDown) await checked;
+    }
     const hit = this.#entries.get(name);
     if (hit !== undefined) return hit;
     const generation = this.#generation;
@@ -86,6 +98,10 @@ export class RegistryCache {
           this.#version = version;
         }
         this.#checkedAt = this.#now();
+        this.#storeDown = false;
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        this.#storeDown = true;
       } finally {
         this.#checking = undefined;
       }

@@ -1,5 +1,7 @@
 /**
- * `GET /health`: 200 when the store answers, 503 otherwise. For load balancer probes.
+ * `GET /health`: 200 when the store answers, 503 otherwise (`"error": "store_unavailable"`). For
+ * load balancer probes. During an outage the store answers at once that it is down (see
+ * `postgres_store.ts`), so the probe does too.
  *
  * @module
  */
@@ -18,6 +20,7 @@ export async function serveHealth(store: Store): Promise<Response> {
   } catch (error) {
     return jsonResponse(503, {
       status: "error",
+      error: "store_unavailable",
       store: store.kind,
       version: SERVER_VERSION,
       message: `Store "${store.kind}" does not answer: ${(error as Error).message}`,

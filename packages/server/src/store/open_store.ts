@@ -13,6 +13,8 @@ import type { Store } from "./store.ts";
 export interface StoreConfig {
   /** `postgres://…` (from `PML_DATABASE_URL`); wins over `dataDir`. */
   readonly databaseUrl?: string;
+  /** Deadline of one PostgreSQL operation (ms, default 3000). */
+  readonly databaseTimeoutMs?: number;
   /** Folder of the SQLite file, created if missing. */
   readonly dataDir: string;
 }
@@ -21,7 +23,7 @@ export interface StoreConfig {
 export async function openStore(config: StoreConfig): Promise<Store> {
   let store: Store;
   if (config.databaseUrl) {
-    store = new PostgresStore(config.databaseUrl);
+    store = new PostgresStore(config.databaseUrl, { timeoutMs: config.databaseTimeoutMs });
   } else {
     await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     store = new SqliteStore(join(config.dataDir, "pml-server.db"));
