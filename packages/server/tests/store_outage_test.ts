@@ -55,7 +55,7 @@ async function outageServer(): Promise<Outage> {
 }
 
 /** The response, or a failure when it does not come (a request held by the dead database). */
-async function answer(response: Promise<Response>): Promise<Response> {
+async function answer<T>(response: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const hang = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${HANG} ms`)), HANG);
