@@ -9,7 +9,12 @@
 import { join } from "node:path";
 import { StreamableHTTPClientTransport } from "../../packages/pml/src/sdk/http_client.ts";
 import { Client } from "../../packages/pml/src/sdk/client.ts";
-import type { CallToolResult } from "../../packages/pml/src/sdk/types.ts";
+import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
+import {
+  type CallToolResult,
+  ElicitationCompleteNotificationSchema,
+  ElicitRequestSchema,
+} from "../../packages/pml/src/sdk/types.ts";
 import {
   assert,
   assertEquals,
@@ -17,7 +22,7 @@ import {
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
 import { spawnServe } from "./_serve.ts";
-import { connectStdio, runPml } from "./_spawn.ts";
+import { connectStdio, PML_BIN, pmlEnv, runPml } from "./_spawn.ts";
 import { lastLink, openLink, signInWithCli, startOAuthServer } from "./_oauth.ts";
 
 function pmlJson(url: string) {
@@ -139,6 +144,50 @@ Deno.test("e2e oauth through pml serve: the call waits, the human runs `pml auth
     // Signed in once for every later call and session.
     const again = await client.callTool({ name: "secure__whoami", arguments: {} });
     assertStringIncludes(textOf(again), "mcp:tools");
+  } finally {
+    await client.close();
+  }
+});
+
+Deno.test("e2e oauth through pml stdio, a client that elicits in URL mode: the sign-in link goes to the client's user, and the call continues at once", async () => {
+  await using server = await startOAuthServer();
+  await using ws = tempWorkspace(pmlJson(server.url()));
+  const transport = new StdioClientTransport({
+    command: PML_BIN,
+    args: ["stdio"],
+    cwd: ws.dir,
+    env: pmlEnv(ws),
+    stderr: "pipe",
+  });
+  const client = new Client(
+    { name: "e2e-url", version: "1" },
+    { capabilities: { elicitation: { url: {} } } },
+  );
+  const shown: { mode?: string; url?: string; message: string }[] = [];
+  const completed: string[] = [];
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    const params = req.params as { mode?: string; url?: string; message: string };
+    shown.push(params);
+    // The user opens it: the authorization server approves and redirects to pml's page.
+    if (params.url) assertEquals((await openLink(params.url)).status, 200);
+    return { action: "accept" };
+  });
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
+    completed.push(n.params.elicitationId);
+  });
+  await client.connect(transport);
+  try {
+    const result = await client.callTool({ name: "secure__whoami", arguments: {} });
+    assertStringIncludes(textOf(result), '"scopes":["mcp:tools"]', JSON.stringify(result));
+    assertEquals(shown.length, 1);
+    assertEquals(shown[0].mode, "url");
+    assertStringIncludes(shown[0].url!, "/authorize?");
+    assertStringIncludes(shown[0].message, "Sign in to secure");
+    assert(!JSON.stringify(result).includes("authorize"), "the agent's result has no link");
+    for (let i = 0; i < 200 && completed.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assertEquals(completed.length, 1, "the client is told the sign-in ended");
   } finally {
     await client.close();
   }

@@ -28,7 +28,7 @@ import {
   shortPath,
 } from "../import/find_servers.ts";
 import { planMove } from "../import/move_plan.ts";
-import type { ImportedServer } from "../import/to_private_mcp.ts";
+import { type ImportedServer, signInNote } from "../import/to_private_mcp.ts";
 import { STD_MODULES } from "../targets/std/std_target.ts";
 import type { CliIo } from "./io.ts";
 
@@ -267,6 +267,14 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
     io.stdout(
       `Set ${needed.join(", ")} in the environment pml runs in (the "env" of its entry in your ` +
         `client's configuration); ${CONFIG_FILE} keeps only their names\n`,
+    );
+  }
+  const signIns = found.servers.filter((s) => s.notes.some((n) => n === signInNote(s.name)));
+  if (signIns.length) {
+    io.stdout(
+      `${signIns.map((s) => s.name).join(", ")}: each asks you to sign in on first use where it ` +
+        `signs in with OAuth (\`pml auth NAME\` signs in ahead; \`pml auth --list\` shows what ` +
+        `is signed in)\n`,
     );
   }
   const pinned = trusted ? await (opts.pinner ?? pinServers)(found.servers, io) : true;

@@ -163,6 +163,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
       : undefined,
     audit,
     fetch: opts.remoteFetch,
+    now: opts.now,
   });
   const remote = new RemoteTarget({
     mcps: config.privateMcps,

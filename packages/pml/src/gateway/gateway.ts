@@ -24,6 +24,7 @@ import {
   errorResult,
   fromCallToolResult,
   invalidArguments,
+  type OpenUrl,
   resultText,
   type SampleOptions,
   type Target,
@@ -46,6 +47,11 @@ export interface CallChannel {
   readonly sample?: ClientSample;
   /** The client's sampling also takes tools (`sampling.tools`). */
   readonly sampleTools?: boolean;
+  /**
+   * Present when the client declared URL-mode elicitation: asks it to show the user a URL (a
+   * sign-in), never the model; resolves to the user's answer (`accept`: they went to open it).
+   */
+  readonly openUrl?: OpenUrl;
 }
 
 /** A tool of PML itself (`pml:continue`, `pml:execute`, `pml:search`): not subject to permissions. */
@@ -392,6 +398,7 @@ export class Gateway {
         progress: channel.progress,
         signal: channel.signal,
         sample: (server, params, opts) => this.#sample(server, params, opts, channel),
+        openUrl: channel.openUrl,
         ask: (request, resume) => {
           if (covered && sameRequest(covered.request, request)) {
             const by = covered.by;

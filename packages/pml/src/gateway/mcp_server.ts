@@ -154,6 +154,24 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
             ) as Promise<CreateMessageResult>
           : undefined,
         sampleTools: sampling?.tools !== undefined,
+        openUrl: server.getClientCapabilities()?.elicitation?.url
+          ? {
+            ask: async (url, message, elicitationId) =>
+              (await extra.sendRequest(
+                {
+                  method: "elicitation/create",
+                  params: { mode: "url", url, message, elicitationId },
+                },
+                ElicitResultSchema,
+                { timeout: elicitationTimeoutMs },
+              )).action as "accept" | "decline" | "cancel",
+            done: (elicitationId) =>
+              server.notification({
+                method: "notifications/elicitation/complete",
+                params: { elicitationId },
+              }),
+          }
+          : undefined,
         signal: extra.signal,
         session: extra.sessionId,
         progress: token === undefined

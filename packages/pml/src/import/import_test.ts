@@ -373,3 +373,51 @@ Deno.test("import into a .pml.json nobody trusted: written, said to need `pml tr
   assertEquals(setUp, 0, "an untrusted file's servers are not installed or started");
   assert(JSON.parse(ws.read(".pml.json")).private_mcps.memory);
 });
+
+Deno.test("import from every client: a remote server with no token of its own is said to ask its user to sign in on first use; one with an Authorization header is not", async () => {
+  // `linear` has no token of its own; `keyed` sends one from a variable.
+  const two = (list: string, url: string, extra: Record<string, string>, auth: string) =>
+    JSON.stringify({
+      [list]: {
+        linear: { ...extra, [url]: "https://l.example.test/mcp" },
+        keyed: { ...extra, [url]: "https://k.example.test/mcp", headers: { Authorization: auth } },
+      },
+    });
+  const files: Record<string, [string, string]> = {
+    claude: [".mcp.json", two("mcpServers", "url", { type: "http" }, "Bearer ${K}")],
+    cursor: [".cursor/mcp.json", two("mcpServers", "url", {}, "Bearer ${env:K}")],
+    vscode: [".vscode/mcp.json", two("servers", "url", { type: "http" }, "Bearer ${env:K}")],
+    gemini: [".gemini/settings.json", two("mcpServers", "httpUrl", {}, "Bearer $K")],
+    qwen: [".qwen/settings.json", two("mcpServers", "httpUrl", {}, "Bearer $K")],
+    opencode: ["opencode.json", two("mcp", "url", { type: "remote" }, "Bearer {env:K}")],
+    codex: [
+      ".codex/config.toml",
+      `[mcp_servers.linear]\nurl = "https://l.example.test/mcp"\n\n[mcp_servers.keyed]\n` +
+      `url = "https://k.example.test/mcp"\nbearer_token_env_var = "K"\n`,
+    ],
+  };
+  for (const [client, [path, text]] of Object.entries(files)) {
+    await using ws = tempWorkspace();
+    ws.write(path, text);
+    const c = cli(ws);
+    const code = await runImport(
+      { from: { client: client as "claude" }, yes: true, move: false, resolver, pinner },
+      c.io,
+    );
+    const out = c.text();
+    assertEquals(code, 0, `${client}: ${out}`);
+    const m = JSON.parse(ws.read(".pml.json")).private_mcps;
+    assertEquals(m.linear?.type, "http", `${client}: ${out}`);
+    assertEquals(
+      m.keyed?.headers?.Authorization?.startsWith("Bearer {"),
+      true,
+      `${client}: ${out}`,
+    );
+    assertStringIncludes(
+      out,
+      "asks you to sign in on first use (the call waits; run `pml auth linear`",
+    );
+    assert(!out.includes("pml auth keyed"), `${client}: the keyed server signs in with its header`);
+    assertStringIncludes(out, "linear: each asks you to sign in on first use");
+  }
+});

@@ -121,6 +121,9 @@ export async function toPrivateMcp(
       required.push(variable);
     }
     const envRequired = [...new Set(required)];
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === "authorization")) {
+      notes.push(signInNote(name));
+    }
     return {
       name,
       entry,
@@ -195,4 +198,14 @@ export async function toPrivateMcp(
     values,
     notes,
   };
+}
+
+/**
+ * What `pml import` says of a remote server with no `Authorization` of its own: it signs in with
+ * OAuth, and its user does, on first use.
+ */
+export function signInNote(name: string): string {
+  return `no token in its headers: where it signs in with OAuth, it asks you to sign in on first ` +
+    `use (the call waits; run \`pml auth ${name}\`, or open the link pml prints); the tokens ` +
+    `stay under ~/.pml/oauth, out of the workspace and every sandbox`;
 }

@@ -17,6 +17,7 @@ import type { AuditLog } from "../audit/audit.ts";
 import type { PrivateMcp } from "../config/schema.ts";
 import { redactSecrets } from "../redact_secrets.ts";
 import type { CallToolResult } from "../sdk/types.ts";
+import type { OpenUrl } from "../targets/target.ts";
 import { fillHeader } from "../targets/remote/remote_session.ts";
 import { RedirectPage, SIGN_IN_TTL_MS } from "./redirect_page.ts";
 import { type OAuthSettings, SignInProvider } from "./sign_in_provider.ts";
@@ -40,6 +41,9 @@ export interface RemoteSignInDeps {
 
 /** How many sign-ins in a row a server may ask for, each right after the last (a bounded retry). */
 export const MAX_SIGN_INS = 3;
+
+/** How often a call shown to the user through URL elicitation looks whether they signed in. */
+const POLL_MS = 250;
 
 /** The result of a call that waits for its user to sign in. */
 export interface WaitingForSignIn {
@@ -125,6 +129,15 @@ export class RemoteSignIn {
     return provider;
   }
 
+  /** Before a call: refreshes the tokens of `server` if they are about to expire. */
+  async beforeCall(
+    server: string,
+    resource: string,
+    headers: Readonly<Record<string, string>>,
+  ): Promise<void> {
+    await this.providerFor(server, resource, headers)?.refreshIfExpiring();
+  }
+
   /** True while `server` waits for its user (a flow started here or elsewhere, not finished). */
   async isWaiting(server: string, resource: string): Promise<boolean> {
     return (await this.store.read(server, resource))?.waitingSince !== undefined;
@@ -143,21 +156,44 @@ export class RemoteSignIn {
   ): Promise<CallToolResult> {
     const now = (this.#d.now ?? Date.now)();
     for (const [id, w] of this.#waiting) if (w.expiresAt <= now) this.#waiting.delete(id);
-    const savedAt = (await this.store.read(server, resource))?.tokensSavedAt ?? 0;
-    const last = this.#rounds.get(server);
-    const again = last && savedAt > last.at ? last.again + 1 : (last?.again ?? 0);
-    this.#rounds.set(server, { again, at: now });
-    if (again >= MAX_SIGN_INS) {
-      this.#rounds.delete(server);
-      return errorText(
-        `"${server}" asked its user to sign in again right after each of ${again} sign-ins (it ` +
-          `refuses the tokens it issued, or asks for a scope it does not grant): PML stops ` +
-          `asking for this call. Check the server, then \`pml auth ${server}\` and call again.`,
-      );
-    }
+    const stop = await this.#tooMany(server, resource);
+    if (stop) return stop;
     const id = crypto.randomUUID();
     this.#waiting.set(id, { server, resource, resume, expiresAt: now + SIGN_IN_TTL_MS });
     return waitingResult(id, server);
+  }
+
+  /**
+   * Where the client elicits in URL mode: shows the user the sign-in link of `server` through it
+   * (the client shows it to the user, never to the model) and, when they accept, waits for the
+   * sign-in (here or with `pml auth`) and runs the call at once. `undefined` when there is no link
+   * or the user did not accept: the call then waits as {@link wait} says.
+   */
+  async viaClient(
+    server: string,
+    resource: string,
+    openUrl: OpenUrl,
+    resume: () => Promise<CallToolResult>,
+    signal?: AbortSignal,
+  ): Promise<CallToolResult | undefined> {
+    const link = this.#links.get(server);
+    if (!link) return undefined;
+    const stop = await this.#tooMany(server, resource);
+    if (stop) return stop;
+    const id = crypto.randomUUID();
+    const answer = await openUrl.ask(
+      link.href,
+      `Sign in to ${server} (${resource}): PML waits for the sign-in, then runs the call.`,
+      id,
+    ).catch(() => "cancel" as const);
+    if (answer !== "accept") return undefined;
+    const until = Date.now() + SIGN_IN_TTL_MS;
+    while (await this.isWaiting(server, resource)) {
+      if (signal?.aborted || Date.now() > until) return undefined;
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    await openUrl.done(id).catch(() => {});
+    return await resume();
   }
 
   /** A call to `server` went through: its count of sign-ins in a row starts again. */
@@ -206,6 +242,25 @@ export class RemoteSignIn {
 
   async close(): Promise<void> {
     await this.#redirect.close();
+  }
+
+  /**
+   * Counts a sign-in `server` asks for right after the last one; past {@link MAX_SIGN_INS} in a
+   * row, the error that ends the call.
+   */
+  async #tooMany(server: string, resource: string): Promise<CallToolResult | undefined> {
+    const now = (this.#d.now ?? Date.now)();
+    const savedAt = (await this.store.read(server, resource))?.tokensSavedAt ?? 0;
+    const last = this.#rounds.get(server);
+    const again = last && savedAt > last.at ? last.again + 1 : (last?.again ?? 0);
+    this.#rounds.set(server, { again, at: now });
+    if (again < MAX_SIGN_INS) return undefined;
+    this.#rounds.delete(server);
+    return errorText(
+      `"${server}" asked its user to sign in again right after each of ${again} sign-ins (it ` +
+        `refuses the tokens it issued, or asks for a scope it does not grant): PML stops ` +
+        `asking for this call. Check the server, then \`pml auth ${server}\` and call again.`,
+    );
   }
 
   async #announce(server: string, resource: string, link: URL): Promise<void> {

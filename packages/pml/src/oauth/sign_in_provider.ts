@@ -24,6 +24,9 @@ import type {
 import type { RedirectPage } from "./redirect_page.ts";
 import type { SignInStore } from "./sign_in_store.ts";
 
+/** How long before its expiry an access token is refreshed. */
+export const REFRESH_AHEAD_MS = 60_000;
+
 /** `private_mcps.NAME.oauth` with its templates filled. */
 export interface OAuthSettings {
   readonly clientId?: string;
@@ -185,6 +188,38 @@ export class SignInProvider implements OAuthClientProvider {
       waitingScope: url.searchParams.get("scope") ?? undefined,
     }));
     await this.#d.onLink(url);
+  }
+
+  /**
+   * Refreshes the tokens when the access token expires within {@link REFRESH_AHEAD_MS} and a
+   * refresh token is held (the SDK's `auth`, which refreshes first): a call does not have to meet
+   * a 401 first. Nothing happens otherwise; a refresh that fails is left to the next 401.
+   */
+  async refreshIfExpiring(): Promise<void> {
+    const record = await this.#record();
+    const tokens = record?.tokens;
+    if (!tokens?.refresh_token || tokens.expires_in === undefined || !record?.tokensSavedAt) return;
+    const now = (this.#d.now ?? Date.now)();
+    if (record.tokensSavedAt + tokens.expires_in * 1000 - REFRESH_AHEAD_MS > now) return;
+    const { refreshAuthorization } = await loadClientAuth();
+    const discovery = record.discoveryState;
+    const client = await this.clientInformation();
+    if (!discovery?.authorizationServerUrl || !client) return;
+    try {
+      const fresh = await refreshAuthorization(discovery.authorizationServerUrl, {
+        metadata: discovery.authorizationServerMetadata,
+        clientInformation: client,
+        refreshToken: tokens.refresh_token,
+        resource: new URL(discovery.resourceMetadata?.resource ?? this.#d.resource),
+        fetchFn: this.#d.fetch,
+      });
+      await this.saveTokens({
+        ...fresh,
+        issuer: tokens.issuer ?? discovery.authorizationServerUrl,
+      });
+    } catch {
+      // Left to the server's 401, which the SDK's transport answers (a refresh, or a sign-in).
+    }
   }
 
   saveCodeVerifier(verifier: string): void {

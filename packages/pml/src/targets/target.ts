@@ -32,6 +32,20 @@ export interface ToolCall {
   readonly args: Record<string, unknown>;
 }
 
+/**
+ * The client's URL-mode elicitation: shows the user a URL (a sign-in), never the model; `ask`
+ * resolves to the user's answer (`accept`: they went to open it), `done` tells the client that the
+ * flow it opened has ended.
+ */
+export interface OpenUrl {
+  ask(
+    url: string,
+    message: string,
+    elicitationId: string,
+  ): Promise<"accept" | "decline" | "cancel">;
+  done(elicitationId: string): Promise<void>;
+}
+
 /** What a target may use while running a call. */
 export interface CallContext {
   /** Runs a nested `mcp.ns.action(args)` call through the whole pipeline (permission, routing). */
@@ -45,6 +59,8 @@ export interface CallContext {
    * `approval_required` result and `resume` runs when the agent answers with `pml:continue`.
    */
   readonly ask: (request: ApprovalRequest, resume: Resume) => Promise<CallToolResult>;
+  /** The client's URL-mode elicitation, when it has one (a sign-in shown to the user at once). */
+  readonly openUrl?: OpenUrl;
   /**
    * Answers a `sampling/createMessage` the MCP behind this call sent (see `sampling/sampling.ts`):
    * permission, then the client's own sampling or the user's LLM key. Throws a `PmlError` that

@@ -123,6 +123,7 @@ export class RemoteTarget implements Target {
       return missingEnvResult(def.server, missing);
     }
     try {
+      await this.#d.signIn?.beforeCall(def.server, def.proxyTo, def.headers);
       const client = await this.#client(def);
       if (!this.#verified.has(def.server)) {
         const check = await this.#check(def, client);
@@ -145,7 +146,10 @@ export class RemoteTarget implements Target {
         return errorResult(err.message, { status: "error", code: err.code, server: def.server });
       }
       if (isPmlError(err, "SIGN_IN_REQUIRED") || await signIn.isWaiting(def.server, def.proxyTo)) {
-        return await signIn.wait(def.server, def.proxyTo, () => this.call(call, ctx));
+        const resume = () => this.call(call, ctx);
+        const now = ctx.openUrl &&
+          await signIn.viaClient(def.server, def.proxyTo, ctx.openUrl, resume, ctx.signal);
+        return now ?? await signIn.wait(def.server, def.proxyTo, resume);
       }
       const message = await signIn.scrub(def.server, def.proxyTo, errorMessage(err));
       if (!isPmlError(err)) throw new Error(message);
