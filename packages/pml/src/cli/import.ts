@@ -112,6 +112,9 @@ export function whoAnswers(approvals: unknown, trusted: boolean, example: string
     `only for a tool whose pinned definition says it only reads (readOnlyHint)`;
 }
 
+/** Lines of "Skipped …" shown at most (the rest counted). */
+const SHOWN_SKIPPED = 20;
+
 /** Namespaces an imported server never takes (PML's own tools). */
 const RESERVED = new Set(["pml", ...Object.keys(STD_MODULES)]);
 
@@ -206,8 +209,11 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
     existing: new Set(Object.keys(privateMcps)),
     reserved: RESERVED,
   });
-  for (const { entry, reason } of found.skipped) {
+  for (const { entry, reason } of found.skipped.slice(0, SHOWN_SKIPPED)) {
     io.stdout(`Skipped "${entry.name}" (${shortPath(entry.file, ctx)}): ${reason}\n`);
+  }
+  if (found.skipped.length > SHOWN_SKIPPED) {
+    io.stdout(`… and ${found.skipped.length - SHOWN_SKIPPED} more left aside\n`);
   }
   for (const m of found.missing) {
     io.stdout(`Note: the server.json leaves ${m} open; add it to the entry in ${CONFIG_FILE}\n`);
@@ -261,11 +267,13 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
   const unset = opts.move || opts.moveUser
     ? await moveServers(found, opts.moveUser === true, io, ctx)
     : new Set(found.servers.flatMap((s) => Object.keys(s.values)));
-  const needed = [...new Set(found.servers.flatMap((s) => s.envNames))].filter((n) => !io.env[n]);
-  for (const n of unset) if (!needed.includes(n)) needed.push(n);
-  if (needed.length) {
+  const needed = new Set(found.servers.flatMap((s) => s.envNames).filter((n) => !io.env[n]));
+  for (const n of unset) needed.add(n);
+  if (needed.size) {
     io.stdout(
-      `Set ${needed.join(", ")} in the environment pml runs in (the "env" of its entry in your ` +
+      `Set ${
+        [...needed].join(", ")
+      } in the environment pml runs in (the "env" of its entry in your ` +
         `client's configuration); ${CONFIG_FILE} keeps only their names\n`,
     );
   }

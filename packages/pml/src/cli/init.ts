@@ -182,9 +182,8 @@ async function offerImport(workspace: string, io: CliIo, interactive: boolean): 
   const found = await clientServers({ workspace, home: io.home });
   if (!found.length) return 0;
   const names = [...new Set(found.map((e) => e.name))];
-  io.stdout(
-    `Your agents run ${names.length} MCP server(s) of their own: ${names.join(", ")}\n`,
-  );
+  const shown = names.slice(0, 20).join(", ") + (names.length > 20 ? ", …" : "");
+  io.stdout(`Your agents run ${names.length} MCP server(s) of their own: ${shown}\n`);
   if (!interactive) {
     io.stdout("Run `pml import` to bring them behind PML (pinned, sandboxed, asked)\n");
     return 0;

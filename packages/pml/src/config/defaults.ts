@@ -9,6 +9,12 @@ export const DEFAULT_CLOUD_URL = "https://pml.casys.ai";
  */
 export const DEFAULT_LOCK_MAX_AGE_DAYS = 90;
 
+/**
+ * At most this many `private_mcps` in one `.pml.json` (each is a server `pml` pins, lists and may
+ * start): a file with more is refused with this number, and `pml import` never writes past it.
+ */
+export const MAX_PRIVATE_MCPS = 200;
+
 /** Default port of `pml serve`. */
 export const DEFAULT_PORT = 3003;
 

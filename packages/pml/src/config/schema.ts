@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_PRIVATE_MCPS } from "./defaults.ts";
 
 /**
  * The schemas of `.pml.json`, built on first use: a `pml stdio` start in a workspace without
@@ -77,7 +78,10 @@ function buildSchemas() {
     /** `desktop`: also tell the human of a waiting approval with `notify-send` (default `off`). */
     notify: z.enum(["desktop", "off"]).optional(),
     permissions: PermissionsSchema.optional(),
-    private_mcps: z.record(z.string(), PrivateMcpSchema).optional(),
+    private_mcps: z.record(z.string(), PrivateMcpSchema).refine(
+      (r) => Object.keys(r).length <= MAX_PRIVATE_MCPS,
+      `at most ${MAX_PRIVATE_MCPS} servers per .pml.json`,
+    ).optional(),
     registries: z.array(z.url({ message: "an http(s) URL" })).optional(),
     env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"))
       .optional(),

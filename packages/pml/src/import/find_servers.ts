@@ -8,6 +8,7 @@
 import { resolve } from "node:path";
 import { errorMessage, PmlError } from "../errors.ts";
 import type { NpmResolver } from "../deps/npm_resolver.ts";
+import { MAX_PRIVATE_MCPS } from "../config/defaults.ts";
 import { type ClientEntry, isPmlEntry, objectOf } from "./client_entry.ts";
 import {
   type ClientFile,
@@ -20,6 +21,9 @@ import {
 import { isServerJson, parseServerJson, serverJsonEntry } from "./server_json.ts";
 import { parseToml } from "./toml.ts";
 import { type ImportedServer, namespaceOf, toPrivateMcp } from "./to_private_mcp.ts";
+
+/** At most this many servers per `pml import` (docs/import.md "Limits"). */
+export const MAX_IMPORT_SERVERS = 100;
 
 /** Where to look: a client's files, every client's, or one file. */
 export type ImportFrom = { readonly client: ImportClient } | { readonly path: string } | undefined;
@@ -127,10 +131,9 @@ export async function findServers(
     }
   }
   const sources = new Map<ImportedServer, ClientFile>();
-  const servers: ImportedServer[] = [];
   const skipped: FoundServers["skipped"] = [];
   const names = new Set<string>();
-  const taken = new Set([...ctx.reserved, ...ctx.existing]);
+  const candidates: typeof found = [];
   for (const { entry, file } of found) {
     if (isPmlEntry(entry)) {
       skipped.push({ entry, reason: "PML's own entry" });
@@ -149,6 +152,13 @@ export async function findServers(
       continue;
     }
     names.add(entry.name);
+    candidates.push({ entry, file });
+  }
+  // Bounded before anything is resolved, installed or shown (each server costs a set-up).
+  checkImportLimits(candidates.length, ctx.existing.size);
+  const servers: ImportedServer[] = [];
+  const taken = new Set([...ctx.reserved, ...ctx.existing]);
+  for (const { entry, file } of candidates) {
     const ns = namespaceOf(entry.name, taken);
     try {
       const server = await toPrivateMcp(entry, ns, {
@@ -163,6 +173,30 @@ export async function findServers(
     }
   }
   return { servers, sources, skipped, missing };
+}
+
+/**
+ * Refuses an import past {@link MAX_IMPORT_SERVERS} servers, or one that would leave `.pml.json`
+ * with more than {@link MAX_PRIVATE_MCPS} `private_mcps`: nothing is written.
+ */
+export function checkImportLimits(count: number, existing: number): void {
+  if (count > MAX_IMPORT_SERVERS) {
+    throw new PmlError(
+      "IMPORT_TOO_MANY",
+      `Found ${count} MCP servers to import; pml import brings at most ${MAX_IMPORT_SERVERS} at ` +
+        `a time (each one is pinned, installed and started once): import one client ` +
+        `(--from CLIENT) or one file (--from PATH) at a time. Nothing was written`,
+    );
+  }
+  if (existing + count > MAX_PRIVATE_MCPS) {
+    throw new PmlError(
+      "IMPORT_TOO_MANY",
+      `.pml.json holds ${existing} private_mcps; ${count} more would pass the limit of ` +
+        `${MAX_PRIVATE_MCPS} servers per .pml.json (room for ${
+          Math.max(0, MAX_PRIVATE_MCPS - existing)
+        }). Nothing was written`,
+    );
+  }
 }
 
 /** The servers every client's files hold (not PML's own, not disabled), unconverted: for `pml init`. */
