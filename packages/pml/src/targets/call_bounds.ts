@@ -1,5 +1,5 @@
 /**
- * The time bounds of calls in flight (`call_post.ts` and `child_call.ts`), with one timer for all.
+ * The time bounds of calls in flight (`call_post.ts` and `transport_calls.ts`), with one timer for all.
  *
  * @module
  */
@@ -16,7 +16,7 @@ const now = () => performance.now();
 /**
  * The bounds of every call in flight, with one timer, armed for the earliest deadline: a timer set
  * and cleared per call was ~4-25 µs of each call (docs/speed.md, rows 6a and 6c). The cloud's POSTs
- * (`cloud/call_post.ts`) and a stdio server's calls (`stdio/child_call.ts`) use it. The timer stays
+ * (`cloud/call_post.ts`) and a stdio server's calls (`upstream/transport_calls.ts`) use it. The timer stays
  * armed after the last call ends (it fires once, finds nothing due, and is not armed again) and
  * does not keep the process alive.
  */

@@ -1,6 +1,6 @@
 /**
  * How a `tools/call` that PML sends itself, around the SDK's `Client.request`
- * (`cloud/call_post.ts`, `stdio/child_call.ts`), fails: with the errors the SDK's
+ * (`cloud/call_post.ts`, `upstream/transport_calls.ts`), fails: with the errors the SDK's
  * `Protocol.request` would have thrown, so that callers cannot tell the two paths apart.
  *
  * A JSON-RPC error answer becomes `McpError.fromError(code, message, data)`, not

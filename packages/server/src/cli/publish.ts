@@ -98,7 +98,7 @@ export async function metadataFromServerJson(
         `environment of pml-server publish (used for this listing only, never stored)`,
     );
   }
-  const client = await connectRemote(
+  const session = await connectRemote(
     {
       server: name,
       description: doc.description,
@@ -111,7 +111,7 @@ export async function metadataFromServerJson(
     { fetch: deps.fetch, timeoutMs: 30_000 },
   );
   try {
-    const { tools } = await client.listTools();
+    const tools = await session.listTools(30_000);
     const [header] = headers;
     return {
       name,
@@ -137,7 +137,7 @@ export async function metadataFromServerJson(
       },
     };
   } finally {
-    await client.close();
+    await session.close();
   }
 }
 

@@ -1,17 +1,17 @@
 /**
- * One connection of `pml` to a remote MCP server of `private_mcps` (`type: "http"`): the SDK
- * `Client` over Streamable HTTP or SSE, headers filled from the environment (`{NAME}` in a
+ * One connection of `pml` to a remote MCP server of `private_mcps` (`type: "http"`): an
+ * `UpstreamSession` (`upstream/upstream_session.ts`, which carries the protocol) over the SDK's
+ * Streamable HTTP or SSE client transport, built here from the entry: headers filled from the environment (`{NAME}` in a
  * header's value is the variable `NAME`, which the entry lists in `envRequired`). A `401` is
  * answered by the OAuth sign-in of `oauth/` when the entry has no `Authorization` header of its
  * own (the `authProvider` given to the SDK's transport).
  *
  * @module
  */
-import { Client } from "../../sdk/client.ts";
-import { lazySchemaValidator } from "../../sdk/validation.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { OAuthClientProvider } from "../../sdk/client_auth.ts";
 import { loadHttpClient, loadSseClient } from "../../sdk/load_http_client.ts";
+import { UpstreamSession } from "../upstream/upstream_session.ts";
 
 /**
  * The SDK's HTTP client transports, imported on the first connection (`load_http_client.ts`),
@@ -78,7 +78,7 @@ export async function connectRemote(
     authProvider?: OAuthClientProvider & { observe?(res: Response): void };
     signInPending?: () => Promise<boolean>;
   },
-): Promise<Client> {
+): Promise<UpstreamSession> {
   const headers = Object.fromEntries(
     Object.entries(def.headers).map(([k, v]) => [k, fillHeader(v, def.envRequired, env)]),
   );
@@ -105,15 +105,10 @@ export async function connectRemote(
   const transport = def.transport === "sse"
     ? new SSEClientTransport(url, { fetch: watched, authProvider })
     : new StreamableHTTPClientTransport(url, { fetch: watched, authProvider });
-  const client = new Client(
-    { name: "pml", version: "0.1.0" },
-    { capabilities: {}, jsonSchemaValidator: lazySchemaValidator() },
-  );
   try {
-    await client.connect(transport, { timeout: opts.timeoutMs });
-    return client;
+    return await UpstreamSession.open(def.server, transport, { timeoutMs: opts.timeoutMs });
   } catch (err) {
-    await client.close().catch(() => {});
+    await transport.close().catch(() => {});
     if (isPmlError(err)) throw err;
     if (await opts.signInPending?.()) {
       throw new PmlError("SIGN_IN_REQUIRED", `${def.server} waits for its user to sign in`, {

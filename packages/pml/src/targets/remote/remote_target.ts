@@ -8,25 +8,30 @@
  *
  * @module
  */
-import type { Client } from "../../sdk/client.ts";
 import type { CallToolResult, UrlElicitationRequiredError } from "../../sdk/types.ts";
 import { redactSecrets } from "../../redact_secrets.ts";
 import { asksToOpenUrl, bareMessage, NOT_URL_ELICITATIONS, openUrlError } from "../call_errors.ts";
 import type { PrivateMcp } from "../../config/schema.ts";
 import { errorMessage, isPmlError } from "../../errors.ts";
 import { missingEnvResult } from "../missing_env.ts";
-import type { McpPins, PinCheck, ToolDefinition } from "../../registry/mcp_pins.ts";
-import { askIntegrity } from "../ask_integrity.ts";
+import type { McpPins, MetadataPin, ToolDefinition } from "../../registry/mcp_pins.ts";
 import {
   type CallContext,
   errorResult,
   type Target,
   type ToolCall,
   type ToolInfo,
-  ToolResultShape,
 } from "../target.ts";
-import { connectRemote, type RemoteDef } from "./remote_session.ts";
+import {
+  guardedCall,
+  pinnedDefinitions,
+  serverLockName,
+  ToolsChanged,
+} from "../upstream/tool_guard.ts";
+import { listedTools, ServerPins } from "../upstream/server_pins.ts";
+import { upstreamCallOptions, type UpstreamSession } from "../upstream/upstream_session.ts";
 import type { RemoteSignIn } from "../../oauth/remote_sign_in.ts";
+import { connectRemote, type RemoteDef } from "./remote_session.ts";
 
 /** What a {@link RemoteTarget} needs. */
 export interface RemoteTargetDeps {
@@ -57,21 +62,37 @@ export function remoteDefs(mcps: Readonly<Record<string, PrivateMcp>>): Map<stri
   return out;
 }
 
-const lockName = (server: string) => `pml.mcp.${server}.server`;
+/** What `.pml/mcp.lock` pins of a remote server's metadata (the user's own entry). */
+function metadataPin(def: RemoteDef): MetadataPin {
+  return {
+    fqdn: serverLockName(def.server),
+    type: "http",
+    routing: "client",
+    proxyTo: def.proxyTo,
+    envRequired: [...def.envRequired],
+    document: {
+      type: "http",
+      description: def.description,
+      proxyTo: def.proxyTo,
+      transport: def.transport,
+      headers: def.headers,
+      envRequired: def.envRequired,
+    },
+  };
+}
 
 /** See the module documentation. */
 export class RemoteTarget implements Target {
   readonly name = "remote";
   readonly #d: RemoteTargetDeps;
   readonly #defs: Map<string, RemoteDef>;
-  readonly #clients = new Map<string, Promise<Client>>();
-  /** Servers whose live tool list matched the pins on this connection. */
-  readonly #verified = new Set<string>();
-  readonly #metadataPinned = new Set<string>();
+  readonly #sessions = new Map<string, Promise<UpstreamSession>>();
+  readonly #pins: ServerPins;
 
   constructor(deps: RemoteTargetDeps) {
     this.#d = deps;
     this.#defs = remoteDefs(deps.mcps);
+    this.#pins = new ServerPins(deps.pins);
   }
 
   async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
@@ -80,7 +101,7 @@ export class RemoteTarget implements Target {
       if (namespaces && !namespaces.has(def.server)) continue;
       let defs: readonly ToolDefinition[] | undefined;
       try {
-        defs = await this.#d.pins?.pinnedDefinitions(lockName(def.server));
+        defs = await this.#d.pins?.pinnedDefinitions(serverLockName(def.server));
         // Not pinned yet: read from the server now (nothing runs here; the URL is the user's).
         if (!defs && !this.#missing(def).length) defs = await this.#readTools(def);
       } catch (err) {
@@ -91,16 +112,7 @@ export class RemoteTarget implements Target {
           console.error(`pml: cannot list the tools of "${def.server}": ${why}`);
         }
       }
-      for (const t of defs ?? []) {
-        const annotations = (t as { annotations?: ToolInfo["annotations"] }).annotations;
-        out.push({
-          id: `${def.server}:${t.name}`,
-          description: t.description,
-          inputSchema: t.inputSchema,
-          routing: "client",
-          ...(annotations ? { annotations } : {}),
-        });
-      }
+      out.push(...listedTools(def.server, defs ?? [], () => "client"));
     }
     return out;
   }
@@ -109,7 +121,7 @@ export class RemoteTarget implements Target {
     const colon = toolId.indexOf(":");
     const def = this.#defs.get(toolId.slice(0, colon));
     if (!def) return false;
-    const pinned = await this.#d.pins?.pinnedDefinitions(lockName(def.server)).catch(() =>
+    const pinned = await this.#d.pins?.pinnedDefinitions(serverLockName(def.server)).catch(() =>
       undefined
     );
     return !pinned || pinned.some((t) => t.name === toolId.slice(colon + 1));
@@ -124,20 +136,19 @@ export class RemoteTarget implements Target {
     }
     try {
       await this.#d.signIn?.beforeCall(def.server, def.proxyTo, def.headers);
-      const client = await this.#client(def);
-      if (!this.#verified.has(def.server)) {
-        const check = await this.#check(def, client);
-        if (check.kind === "changed") {
-          const newTool = check.differences.some((d) =>
-            d.kind === "added" && d.subject === call.action
-          );
-          return await askIntegrity(check, call, ctx, newTool, () => {
-            this.#verified.add(def.server);
-            return this.#send(def, call, ctx);
-          });
-        }
-      }
-      return await this.#send(def, call, ctx);
+      const session = await this.#guarded(def);
+      const opts = upstreamCallOptions(def.server, ctx, {
+        timeoutMs: this.#timeoutMs(),
+        allowedToolPatterns: [],
+        verify: this.#pins.guard(def.server),
+      });
+      const result = await guardedCall(
+        call,
+        ctx,
+        () => session.callTool(call.action, call.args, opts),
+      );
+      this.#d.signIn?.succeeded(def.server);
+      return result;
     } catch (err) {
       if (asksToOpenUrl(err)) return this.#signIn(def, call, err);
       const signIn = this.#d.signIn;
@@ -176,96 +187,54 @@ export class RemoteTarget implements Target {
   }
 
   async close(): Promise<void> {
-    const clients = [...this.#clients.values()];
-    this.#clients.clear();
-    await Promise.allSettled(clients.map(async (c) => await (await c).close()));
+    const sessions = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await Promise.allSettled(sessions.map(async (s) => await (await s).close()));
   }
 
   #missing(def: RemoteDef): string[] {
     return def.envRequired.filter((n) => !this.#d.env[n]);
   }
 
-  #client(def: RemoteDef): Promise<Client> {
-    let client = this.#clients.get(def.server);
-    if (!client) {
+  #timeoutMs(): number {
+    return this.#d.timeoutMs ?? 60_000;
+  }
+
+  #session(def: RemoteDef): Promise<UpstreamSession> {
+    let session = this.#sessions.get(def.server);
+    if (!session) {
       const signIn = this.#d.signIn;
-      client = connectRemote(def, this.#d.env, {
+      session = connectRemote(def, this.#d.env, {
         fetch: this.#d.fetch,
-        timeoutMs: this.#d.timeoutMs ?? 60_000,
+        timeoutMs: this.#timeoutMs(),
         authProvider: signIn?.providerFor(def.server, def.proxyTo, def.headers),
         signInPending: signIn && (() => signIn.isWaiting(def.server, def.proxyTo)),
       });
-      this.#clients.set(def.server, client);
-      client.catch(() => this.#clients.delete(def.server)); // tried again on the next call
+      this.#sessions.set(def.server, session);
+      session.catch(() => this.#sessions.delete(def.server)); // tried again on the next call
     }
-    return client;
+    return session;
   }
 
-  async #send(def: RemoteDef, call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
-    const client = await this.#client(def);
-    const result = await client.request(
-      { method: "tools/call", params: { name: call.action, arguments: call.args } },
-      ToolResultShape,
-      { timeout: this.#d.timeoutMs ?? 60_000, signal: ctx.signal },
-    );
-    this.#d.signIn?.succeeded(def.server);
-    return result as CallToolResult;
+  /** The session, its metadata pinned (the user's own entry: a change recorded) and tools guarded. */
+  async #guarded(def: RemoteDef): Promise<UpstreamSession> {
+    const session = await this.#session(def);
+    await this.#pins.recordOwn(def, def.server, metadataPin(def));
+    this.#pins.guardTools(def.server);
+    return session;
   }
 
   /** Connects, pins the metadata and the listed definitions (first time), returns them pinned. */
   async #readTools(def: RemoteDef): Promise<readonly ToolDefinition[] | undefined> {
-    const client = await this.#client(def);
-    const check = await this.#check(def, client);
-    if (check.kind === "changed") return undefined; // asked on the next call
-    return await this.#d.pins?.pinnedDefinitions(lockName(def.server)) ??
-      await this.#live(client);
-  }
-
-  /** The server's own tool list, every page. */
-  async #live(client: Client): Promise<ToolDefinition[]> {
-    const defs: ToolDefinition[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor ? { cursor } : undefined);
-      for (const t of page.tools) {
-        defs.push({
-          name: t.name,
-          description: t.description ?? "",
-          inputSchema: t.inputSchema as Record<string, unknown>,
-          ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}),
-        });
-      }
-      cursor = page.nextCursor;
-    } while (cursor);
-    return defs;
-  }
-
-  /** The pins of `def` against what it declares and lists now. */
-  async #check(def: RemoteDef, client: Client): Promise<PinCheck> {
-    const pins = this.#d.pins;
-    if (!pins) return { kind: "same" };
-    if (!this.#metadataPinned.has(def.server)) {
-      const meta = await pins.checkMetadata(lockName(def.server), {
-        fqdn: lockName(def.server),
-        type: "http",
-        routing: "client",
-        proxyTo: def.proxyTo,
-        envRequired: [...def.envRequired],
-        document: {
-          type: "http",
-          description: def.description,
-          proxyTo: def.proxyTo,
-          transport: def.transport,
-          headers: def.headers,
-          envRequired: def.envRequired,
-        },
-      });
-      // The user's own entry in their .pml.json: its change is theirs, recorded.
-      if (meta.kind === "changed") await meta.accept();
-      this.#metadataPinned.add(def.server);
+    const session = await this.#guarded(def);
+    const guard = this.#pins.guard(def.server);
+    try {
+      if (guard) await session.verifyOnce(guard, this.#timeoutMs());
+    } catch (err) {
+      if (err instanceof ToolsChanged) return undefined; // asked on the next call
+      throw err;
     }
-    const check = await pins.checkTools(lockName(def.server), await this.#live(client));
-    if (check.kind === "same") this.#verified.add(def.server);
-    return check;
+    return await this.#d.pins?.pinnedDefinitions(serverLockName(def.server)) ??
+      pinnedDefinitions(await session.listTools(this.#timeoutMs()));
   }
 }

@@ -1,60 +1,16 @@
-import { Client } from "../../sdk/client.ts";
-import { lazySchemaValidator } from "../../sdk/validation.ts";
-import {
-  type CallToolResult,
-  CancelledNotificationSchema,
-  type CreateMessageRequest,
-  CreateMessageRequestSchema,
-  type CreateMessageResult,
-  ErrorCode,
-  McpError,
-  type RequestId,
-  type Tool,
-} from "../../sdk/types.ts";
-import { isPmlError } from "../../errors.ts";
+import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
 import { PmlError } from "../../errors.ts";
-import { ChildCalls } from "./child_call.ts";
+import {
+  type UpstreamCallOptions,
+  UpstreamSession,
+  type VerifyTools,
+} from "../upstream/upstream_session.ts";
 import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
 import { startFailureMessage } from "./start_failure.ts";
 
-/** Options of one call to a running server. */
-export interface ServerCallOptions {
-  readonly timeoutMs: number;
-  readonly signal?: AbortSignal;
-  readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
-  /** Answers a `sampling/createMessage` the server sends while this call runs. */
-  readonly sample?: ServerSample;
-  /**
-   * Checks the server before the first call on this process (the rug-pull guard reads its own
-   * `tools/list` through `listTools`); a rejection fails the call and the check runs again on the
-   * next one.
-   */
-  readonly verify?: (listTools: () => Promise<readonly Tool[]>) => Promise<void>;
-}
-
-/** Progress of a sampling request, as the model's side reports it. */
-export type SampleProgress = (p: { progress: number; total?: number; message?: string }) => void;
-
-/**
- * Answers one sampling request of the server (its cancellation arrives as `signal`; `onprogress`
- * is present when the server asked for progress with a token).
- */
-export type ServerSample = (
-  params: CreateMessageRequest["params"],
-  signal: AbortSignal,
-  onprogress?: SampleProgress,
-) => Promise<CreateMessageResult>;
-
-/** The request without its progress token (the next hop gets its own), all else unchanged. */
-function withoutProgressToken(
-  params: CreateMessageRequest["params"],
-): CreateMessageRequest["params"] {
-  if (params._meta?.progressToken === undefined) return params;
-  const { progressToken: _token, ...meta } = params._meta;
-  const { _meta, ...rest } = params;
-  return Object.keys(meta).length ? { ...rest, _meta: meta } : rest;
-}
+/** Options of one call to a running server (see `UpstreamCallOptions`). */
+export type ServerCallOptions = UpstreamCallOptions;
 
 /** Signals by number, for exit codes 128 + n (what bubblewrap reports when its child was killed). */
 const SIGNALS: Record<number, string> = {
@@ -72,28 +28,19 @@ function describeExit(exit: ExitInfo): string {
 }
 
 /**
- * One running stdio MCP server: a child process and an SDK `Client` over it (handshake, `tools/list`,
- * the server's sampling requests); tool calls go on the same transport through {@link ChildCalls}.
- * Concurrent calls share the process, multiplexed by JSON-RPC id.
+ * One running stdio MCP server: a child process and the {@link UpstreamSession} over its pipes.
+ * What a failure means for a process (it crashed, it was stopped, it had exited before the call
+ * was sent) is said here; the protocol is the session's.
  */
 export class ServerProcess {
   readonly spec: LaunchSpec;
   readonly #transport: ChildTransport;
-  readonly #client: Client;
-  /** `tools/call` on the transport without the SDK's protocol layer (child_call.ts). */
-  readonly #calls: ChildCalls;
-  #inFlight = 0;
-  /** The sampling handlers of the calls in flight, oldest first. */
-  readonly #samplers = new Set<ServerSample>();
-  #verified?: Promise<void>;
-  /** {@link ServerProcess.#verified} has resolved. */
-  #verifiedOk = false;
+  readonly session: UpstreamSession;
 
-  private constructor(spec: LaunchSpec, transport: ChildTransport, client: Client) {
+  private constructor(spec: LaunchSpec, transport: ChildTransport, session: UpstreamSession) {
     this.spec = spec;
     this.#transport = transport;
-    this.#client = client;
-    this.#calls = new ChildCalls(transport);
+    this.session = session;
   }
 
   /**
@@ -109,56 +56,11 @@ export class ServerProcess {
     },
   ): Promise<ServerProcess> {
     const transport = new ChildTransport(spec, { onStderr: opts.onStderr });
-    const client = new Client(
-      { name: "pml", version: "0.1.0" },
-      { capabilities: { sampling: { tools: {} } }, jsonSchemaValidator: lazySchemaValidator() },
-    );
-    // Filled in once the process object exists (the handler needs its calls in flight).
-    const started: { process?: ServerProcess } = {};
-    // The server's cancellations of its sampling requests. The SDK's own handler ignores request
-    // id 0 (it tests the id for truth), and a server's first request has id 0.
-    const cancels = new Map<RequestId, AbortController>();
-    client.setNotificationHandler(CancelledNotificationSchema, (n) => {
-      if (n.params.requestId !== undefined) cancels.get(n.params.requestId)?.abort(n.params.reason);
-    });
-    client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-      // Over stdio a request carries no link to the call it belongs to: the oldest call in flight
-      // that can answer it does (calls of one server share its permission and its MCP).
-      const sample = started.process && [...started.process.#samplers][0];
-      if (!sample) {
-        throw new McpError(
-          ErrorCode.InvalidRequest,
-          `sampling/createMessage is answered only while a tool call of ${spec.server} runs`,
-        );
-      }
-      const cancel = new AbortController();
-      cancels.set(extra.requestId, cancel);
-      try {
-        // The server's progress token is its own: progress from the model's side is sent back
-        // under it (the hop to the client gets a token of PML's).
-        const token = request.params._meta?.progressToken;
-        const onprogress: SampleProgress | undefined = token === undefined
-          ? undefined
-          : (p) =>
-            void extra.sendNotification({
-              method: "notifications/progress",
-              params: { progressToken: token, ...p },
-            }).catch(() => {});
-        const signal = AbortSignal.any([extra.signal, cancel.signal]);
-        return await sample(withoutProgressToken(request.params), signal, onprogress);
-      } catch (err) {
-        if (err instanceof McpError) throw err;
-        // A PML refusal (denied, no key, …): the MCP gets it as its request's error.
-        throw new McpError(
-          isPmlError(err) ? ErrorCode.InvalidRequest : ErrorCode.InternalError,
-          (err as Error).message,
-        );
-      } finally {
-        cancels.delete(extra.requestId);
-      }
-    });
+    let session: UpstreamSession;
     try {
-      await client.connect(transport, { timeout: opts.startTimeoutMs });
+      session = await UpstreamSession.open(spec.server, transport, {
+        timeoutMs: opts.startTimeoutMs,
+      });
     } catch (err) {
       const exit = transport.exit;
       await transport.close(0);
@@ -175,8 +77,7 @@ export class ServerProcess {
       });
     }
     if (transport.pid) opts.onSpawn?.(transport.pid);
-    started.process = new ServerProcess(spec, transport, client);
-    return started.process;
+    return new ServerProcess(spec, transport, session);
   }
 
   get pid(): number {
@@ -188,41 +89,17 @@ export class ServerProcess {
   }
 
   get inFlight(): number {
-    return this.#inFlight;
+    return this.session.inFlight;
   }
 
   /** The server's `tools/list` (every page). */
-  async listTools(timeoutMs: number): Promise<Tool[]> {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.#client.listTools(cursor ? { cursor } : undefined, {
-        timeout: timeoutMs,
-      });
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor);
-    return tools;
+  listTools(timeoutMs: number): Promise<Tool[]> {
+    return this.session.listTools(timeoutMs);
   }
 
-  /**
-   * Runs `verify` on this process's tools once; a failed check is tried again next time.
-   * `undefined` once it has passed (nothing to wait for).
-   */
-  verifyOnce(
-    verify: (listTools: () => Promise<readonly Tool[]>) => Promise<void>,
-    timeoutMs: number,
-  ): Promise<void> | undefined {
-    if (this.#verifiedOk) return undefined;
-    if (!this.#verified) {
-      const verified = verify(() => this.listTools(timeoutMs));
-      this.#verified = verified;
-      verified.then(
-        () => void (this.#verifiedOk = this.#verified === verified),
-        () => void (this.#verified = undefined),
-      );
-    }
-    return this.#verified;
+  /** See {@link UpstreamSession.verifyOnce}. */
+  verifyOnce(verify: VerifyTools, timeoutMs: number): Promise<void> | undefined {
+    return this.session.verifyOnce(verify, timeoutMs);
   }
 
   /** Resolves when the process has exited. */
@@ -246,11 +123,8 @@ export class ServerProcess {
         `"${toolId}" was not sent: the ${this.spec.server} server had exited; it will be restarted`,
       );
     }
-    this.#inFlight++;
-    const sample = opts.sample;
-    if (sample) this.#samplers.add(sample);
     try {
-      return await this.#calls.call({ name: action, arguments: args }, opts);
+      return await this.session.callTool(action, args, { ...opts, verify: undefined });
     } catch (err) {
       if (err instanceof NotDeliveredError) {
         await this.#settled();
@@ -288,16 +162,13 @@ export class ServerProcess {
         );
       }
       throw err;
-    } finally {
-      this.#inFlight--;
-      if (sample) this.#samplers.delete(sample);
     }
   }
 
   /** Stops the process group (SIGTERM, SIGKILL after `graceMs`). */
   async stop(graceMs = 500): Promise<void> {
     await this.#transport.close(graceMs);
-    await this.#client.close().catch(() => {});
+    await this.session.close();
   }
 
   /** After a connection error, gives the exit status a moment to arrive (pipe closed first). */

@@ -10,10 +10,10 @@ import { checkToolResult } from "../../sdk/tool_result.ts";
 import { type Bound, CallBounds } from "../call_bounds.ts";
 import { answerError, stoppedError, timeoutError } from "../call_errors.ts";
 import { ToolResultShape } from "../target.ts";
-import type { Transport } from "./_sdk_shared.ts";
+import type { Transport } from "../../sdk/transport.ts";
 
-/** Options of one {@link ChildCalls.call}. */
-export interface ChildCallOptions {
+/** Options of one {@link TransportCalls.call}. */
+export interface TransportCallOptions {
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
@@ -22,8 +22,8 @@ export interface ChildCallOptions {
 interface Pending {
   readonly resolve: (result: CallToolResult) => void;
   readonly reject: (err: unknown) => void;
-  readonly onprogress?: ChildCallOptions["onprogress"];
-  /** Its timeout, after `timeoutMs` ({@link ChildCalls.#bounds}). */
+  readonly onprogress?: TransportCallOptions["onprogress"];
+  /** Its timeout, after `timeoutMs` ({@link TransportCalls.#bounds}). */
   bound?: Bound;
   signal?: AbortSignal;
   onAbort?: () => void;
@@ -37,8 +37,9 @@ interface Pending {
 const FIRST_ID = 1_000_000_000;
 
 /**
- * `tools/call` sent on a stdio server's transport by PML itself, beside the SDK `Client` that
- * opened the session and still answers the server's own requests (sampling) and notifications.
+ * `tools/call` sent on an upstream server's transport (a stdio child's pipes, a remote server's
+ * HTTP) by PML itself, beside the SDK `Client` of its `UpstreamSession`, which opened the
+ * session and still answers the server's own requests (sampling) and notifications.
  * One id and one pending entry per call; the answer is matched by id, its result checked against
  * the SDK's whole `CallToolResultSchema` once, here (`sdk/tool_result.ts`: the gateway's MCP
  * server sends that object on without a second parse; a result that does not conform is passed on
@@ -50,7 +51,7 @@ const FIRST_ID = 1_000_000_000;
  * for the earliest deadline (`call_bounds.ts`): a timer set and cleared per call cost ~12 µs of a
  * sequential call.
  */
-export class ChildCalls {
+export class TransportCalls {
   readonly #transport: Transport;
   readonly #pending = new Map<number, Pending>();
   #lastId = FIRST_ID;
@@ -72,7 +73,7 @@ export class ChildCalls {
 
   call(
     params: { name: string; arguments: Record<string, unknown> },
-    opts: ChildCallOptions,
+    opts: TransportCallOptions,
   ): Promise<CallToolResult> {
     return new Promise<CallToolResult>((resolve, reject) => {
       const signal = opts.signal;
