@@ -10,7 +10,7 @@ import {
   assertEquals,
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
-import { enterPage, rawHttp } from "../../packages/pml/src/testing/raw_http.ts";
+import { enterPage, postDecision } from "../../packages/pml/src/testing/raw_http.ts";
 import { waitForLine } from "../../packages/pml/src/testing/wait_for_line.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { connectStdio, PML_BIN, pmlEnv } from "./_spawn.ts";
@@ -45,17 +45,7 @@ async function decide(url: string, id: string, decision: string) {
   const s = await enterPage(url);
   assertEquals(s.status, 200, s.page);
   assertStringIncludes(s.page, id);
-  return await rawHttp(s.host, {
-    method: "POST",
-    path: "/decide",
-    headers: {
-      host: s.host,
-      origin: `http://${s.host}`,
-      cookie: s.cookie,
-      "content-type": "application/x-www-form-urlencoded",
-    },
-    body: new URLSearchParams({ id, decision, csrf: s.csrf }).toString(),
-  });
+  return await postDecision(s, id, decision);
 }
 
 Deno.test("one-shot client: pml exits after asking; `pml approvals --open` serves a fresh link (handed to xdg-open), the human's Yes there lets the next pml's pml__continue write", async () => {

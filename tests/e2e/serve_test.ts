@@ -15,6 +15,7 @@ import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { pml } from "../../packages/pml/src/testing/cli.ts";
 import { startCloud, startUpstream } from "./_cloud.ts";
 import { spawnServe } from "./_serve.ts";
+import { askWrite, continueWith } from "./_approvals.ts";
 import { childPids, connectStdio, processAlive } from "./_spawn.ts";
 
 const PML_JSON = {
@@ -238,39 +239,36 @@ Deno.test("e2e serve: sessions run concurrently (one waits on the human while an
   for (const pid of sandboxes) assert(!processAlive(pid), `sandbox ${pid} still alive`);
 });
 
-Deno.test("e2e serve: a pending approval is answered only by the session that was asked", async () => {
+Deno.test("e2e serve and stdio agree: the agent's approval is answered from the next one-shot client (another MCP session, another pml process), once", async () => {
   await using ws = tempWorkspace(PML_JSON);
-  await using serve = await spawnServe(ws);
-  await using asked = await connectHttp(serve.url);
-  await using other = await connectHttp(serve.url);
-  const r = await asked.callTool({
-    name: "filesystem__write_file",
-    arguments: { path: "w.txt", content: "from A" },
-  });
-  const body = r.structuredContent as { status: string; workflow_id: string };
-  assertEquals(body.status, "approval_required");
 
-  for (const decision of ["yes", "always", "no"]) {
-    const stolen = await other.callTool({
-      name: "pml__continue",
-      arguments: { workflow_id: body.workflow_id, decision },
-    });
-    assert(stolen.isError, decision);
-    assertStringIncludes(
-      (stolen.content as { text: string }[])[0].text,
-      "was asked in another MCP session",
-    );
+  // HTTP: one client session asks and goes away; the next one continues with the workflow id.
+  {
+    await using serve = await spawnServe(ws);
+    let id: string;
+    {
+      await using a = await connectHttp(serve.url);
+      id = await askWrite(a, "http.txt");
+    }
+    await using b = await connectHttp(serve.url);
+    const done = await continueWith(b, id);
+    assert(!done.isError, JSON.stringify(done));
+    assertEquals(ws.read("http.txt"), "http.txt");
+    const again = await continueWith(b, id);
+    assert(again.isError, "answered once");
+    assertStringIncludes((again.content as { text: string }[])[0].text, "No pending approval");
   }
-  assert(!(await Deno.stat(`${ws.dir}/w.txt`).catch(() => false)), "nothing was written");
-  assertEquals(JSON.parse(ws.read(".pml.json")), PML_JSON, "no always was recorded");
-
-  // The session that was asked still can.
-  const done = await asked.callTool({
-    name: "pml__continue",
-    arguments: { workflow_id: body.workflow_id, decision: "yes" },
-  });
-  assert(!done.isError);
-  assertEquals(ws.read("w.txt"), "from A");
+  // stdio: one pml asks and ends; the next pml continues.
+  let id: string;
+  {
+    await using first = await connectStdio(ws);
+    id = await askWrite(first, "stdio.txt");
+  }
+  await using second = await connectStdio(ws);
+  const done = await continueWith(second, id);
+  assert(!done.isError, JSON.stringify(done));
+  assertEquals(ws.read("stdio.txt"), "stdio.txt");
+  assert((await continueWith(second, id)).isError, "answered once");
 });
 
 Deno.test("e2e serve and stdio agree: a call a human approved is continued from another MCP session (HTTP) or another pml process (stdio), once", async () => {
@@ -281,17 +279,6 @@ Deno.test("e2e serve and stdio agree: a call a human approved is continued from 
     const out = await pml(ws, "approve", id);
     assertEquals(out.code, 0, out.stderr);
   };
-  const ask = async (client: Client, path: string) => {
-    const r = await client.callTool({
-      name: "filesystem__write_file",
-      arguments: { path, content: path },
-    });
-    const body = r.structuredContent as { status: string; workflow_id: string };
-    assertEquals(body.status, "approval_required", JSON.stringify(r));
-    return body.workflow_id;
-  };
-  const cont = (client: Client, id: string) =>
-    client.callTool({ name: "pml__continue", arguments: { workflow_id: id, decision: "yes" } });
 
   // HTTP: session A asks, the human approves, session B (a client that reconnected) continues.
   {
@@ -299,25 +286,25 @@ Deno.test("e2e serve and stdio agree: a call a human approved is continued from 
     let id: string;
     {
       await using a = await connectHttp(serve.url);
-      id = await ask(a, "http.txt");
+      id = await askWrite(a, "http.txt");
     }
     await approve(id);
     await using b = await connectHttp(serve.url);
-    const done = await cont(b, id);
+    const done = await continueWith(b, id);
     assert(!done.isError, JSON.stringify(done));
     assertEquals(ws.read("http.txt"), "http.txt");
-    assert((await cont(b, id)).isError, "answered once");
+    assert((await continueWith(b, id)).isError, "answered once");
   }
   // stdio: one pml asks, the human approves, the next pml continues.
   let id: string;
   {
     await using first = await connectStdio(ws);
-    id = await ask(first, "stdio.txt");
+    id = await askWrite(first, "stdio.txt");
   }
   await approve(id);
   await using second = await connectStdio(ws);
-  const done = await cont(second, id);
+  const done = await continueWith(second, id);
   assert(!done.isError, JSON.stringify(done));
   assertEquals(ws.read("stdio.txt"), "stdio.txt");
-  assert((await cont(second, id)).isError, "answered once");
+  assert((await continueWith(second, id)).isError, "answered once");
 });

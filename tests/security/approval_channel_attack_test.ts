@@ -14,7 +14,7 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { childPids } from "../../packages/pml/src/procfs.ts";
-import { enterPage, rawHttp } from "../../packages/pml/src/testing/raw_http.ts";
+import { enterPage, postDecision, rawHttp } from "../../packages/pml/src/testing/raw_http.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { connectStdio } from "../e2e/_spawn.ts";
 
@@ -196,17 +196,7 @@ Deno.test("attack approval_channel: what the agent sees carries no approval toke
   const session = await enterPage(links[links.length - 1]);
   assertEquals(session.status, 200, session.page);
   for (const id of ids) assertStringIncludes(session.page, id);
-  const decided = await rawHttp(session.host, {
-    method: "POST",
-    path: "/decide",
-    headers: {
-      host: session.host,
-      origin: `http://${session.host}`,
-      cookie: session.cookie,
-      "content-type": "application/x-www-form-urlencoded",
-    },
-    body: new URLSearchParams({ id: ids[0], decision: "yes", csrf: session.csrf }).toString(),
-  });
+  const decided = await postDecision(session, ids[0], "yes");
   assertEquals(decided.status, 303, decided.body);
   const done = await agent.callTool({
     name: "pml__continue",

@@ -2,6 +2,7 @@ import type { Config } from "../config/config.ts";
 import { PmlError } from "../errors.ts";
 import type { ApprovalDecision } from "../permission/approvals.ts";
 import { ApprovalStore } from "../permission/approval_store.ts";
+import { decideAsHuman, humanDecisionDeps } from "../permission/human_decision.ts";
 import { SHOWN_DEPTH, shownJson } from "../permission/shown_json.ts";
 import type { CliIo } from "./io.ts";
 
@@ -30,19 +31,20 @@ export async function runApprovals(config: Config, io: CliIo, json: boolean): Pr
 }
 
 /**
- * `pml approve ID|--all [--always]` and `pml deny ID|--all`: a human's decision, written to the
- * same store as the page; the agent's next `pml:continue` gets the result.
+ * `pml approve ID|--all [--always]` and `pml deny ID|--all`: a human's decision, recorded, audited
+ * and its "always" applied at once (`decideAsHuman`, as on the page); the agent's next
+ * `pml:continue` gets the result. Says what it applied, and refuses a decision it cannot apply.
  */
 export async function runDecide(
   config: Config,
   io: CliIo,
   opts: { ids: string[]; all: boolean; decision: ApprovalDecision },
 ): Promise<number> {
-  const store = new ApprovalStore(config.workspace, config.pmlHome);
+  const deps = humanDecisionDeps(config);
   let ids = opts.ids;
   if (opts.all) {
     if (ids.length > 0) throw new TypeError("give approval ids or --all, not both");
-    ids = (await store.list()).filter((a) => !a.decided).map((a) => a.id);
+    ids = (await deps.store.list()).filter((a) => !a.decided).map((a) => a.id);
     if (ids.length === 0) {
       io.stdout(`No pending approval in ${config.workspace}\n`);
       return 0;
@@ -52,8 +54,18 @@ export async function runDecide(
   let failed = 0;
   for (const id of ids) {
     try {
-      await store.decide(id, opts.decision, "cli");
-      io.stdout(`${id}: ${opts.decision}\n`);
+      const { approval, allowed } = await decideAsHuman(deps, id, opts.decision, "cli");
+      const what = String(approval.context.tool ?? approval.type);
+      const always = opts.decision !== "always"
+        ? ""
+        : allowed
+        ? `; "${allowed}" added to permissions.allow in .pml.json`
+        : `; "always" adds nothing to permissions.allow for this approval (${approval.type}): ` +
+          `it counts as yes`;
+      io.stdout(
+        `${id}: ${opts.decision} (${what})${always}; the agent's pml:continue with this id ` +
+          `gets the result\n`,
+      );
     } catch (err) {
       if (!(err instanceof PmlError)) throw err;
       io.stderr(`pml: ${err.message}\n`);

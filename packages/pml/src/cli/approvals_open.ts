@@ -2,6 +2,7 @@ import type { Config } from "../config/config.ts";
 import { ApprovalStore } from "../permission/approval_store.ts";
 import { ApprovalPage } from "../gateway/approval_page.ts";
 import { approvalWhy } from "../gateway/approval_card.ts";
+import { decideAsHuman, humanDecisionDeps } from "../permission/human_decision.ts";
 import { spawnDetached } from "../spawn_detached.ts";
 import type { CliIo } from "./io.ts";
 
@@ -36,9 +37,11 @@ export async function runApprovalsOpen(
     io.stdout(`No pending approval in ${config.workspace}\n`);
     return 0;
   }
+  const deps = { ...humanDecisionDeps(config), store };
   const page = new ApprovalPage(store, config.workspace, {
     why: approvalWhy(() => config.permissions, () => config.permissionsFromFile),
     warn: (line) => io.stderr(line + "\n"),
+    decide: (id, decision) => decideAsHuman(deps, id, decision, "page"),
   });
   try {
     const url = page.link().forHuman();

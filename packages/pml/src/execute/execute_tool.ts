@@ -108,9 +108,9 @@ export function createExecuteTool(deps: ExecuteToolDeps): MetaTool {
           // Reads ahead are for code that needs no approval; a re-run makes its calls itself.
           readAhead: undefined,
         },
-        { session: channel.session },
+        {},
       );
-    }, { session: channel.session });
+    });
   };
 
   return {

@@ -80,7 +80,7 @@ export function aheadKey(tool: string, args: unknown): string {
   return `${tool} ${canonicalJson(args ?? {})}`;
 }
 
-/** The channel of a read started ahead: the run's session and cancel signal, no one to ask. */
+/** The channel of a read started ahead: the run's cancel signal, no one to ask. */
 export function aheadChannel(channel: CallChannel): CallChannel {
-  return { session: channel.session, signal: channel.signal };
+  return { signal: channel.signal };
 }

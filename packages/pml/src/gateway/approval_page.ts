@@ -40,10 +40,13 @@ export class ApprovalPage {
 
   readonly #address: () => string;
   readonly #warn: (line: string) => void;
+  readonly #decideAs: (id: string, decision: ApprovalDecision) => Promise<unknown>;
 
   /**
    * `why` names the rule that asked (shown after the question); `address` picks the loopback
-   * address to bind (default: a random `127.x.y.z`); `warn` hears the fallback to `127.0.0.1`.
+   * address to bind (default: a random `127.x.y.z`); `warn` hears the fallback to `127.0.0.1`;
+   * `decide` records a decision (default: in the store alone; `pml` passes `decideAsHuman`, which
+   * also audits it and applies "always").
    */
   constructor(
     store: ApprovalStore,
@@ -52,6 +55,7 @@ export class ApprovalPage {
       why?: (approval: StoredApproval) => string;
       address?: () => string;
       warn?: (line: string) => void;
+      decide?: (id: string, decision: ApprovalDecision) => Promise<unknown>;
     } = {},
   ) {
     this.#store = store;
@@ -59,6 +63,7 @@ export class ApprovalPage {
     this.#why = opts.why ?? (() => "");
     this.#address = opts.address ?? randomLoopback;
     this.#warn = opts.warn ?? ((line) => console.error(line));
+    this.#decideAs = opts.decide ?? ((id, decision) => store.decide(id, decision, "page"));
   }
 
   /** A fresh one-time link to the page (starting it if needed), for a human channel only. */
@@ -166,7 +171,7 @@ export class ApprovalPage {
       return text(400, 'Bad request: needs "id" and "decision" (yes, always, no)');
     }
     try {
-      await this.#store.decide(id, decision as ApprovalDecision, "page");
+      await this.#decideAs(id, decision as ApprovalDecision);
     } catch (err) {
       if (!isPmlError(err)) throw err;
       return text(409, err.message);

@@ -1,6 +1,5 @@
 import { createAuditLog } from "../audit/audit.ts";
 import { type Config, trustNotice } from "../config/config.ts";
-import { writeHumanConfig } from "../config/human_write.ts";
 import { type ApprovalRequest, Approvals } from "../permission/approvals.ts";
 import { type ApprovalMode, ApprovalStore } from "../permission/approval_store.ts";
 import { FILESYSTEM_WRITE_TOOLS } from "../config/defaults.ts";
@@ -8,7 +7,8 @@ import { ApprovalPage } from "./approval_page.ts";
 import { approvalWhy } from "./approval_card.ts";
 import { serverToolIn, serverToolOf } from "./server_tool.ts";
 import { allChannels, desktopChannel, type Spawn, stderrChannel } from "./human_channels.ts";
-import { PermissionStore } from "../permission/permission_store.ts";
+import { humanPermissionStore } from "../permission/permission_store.ts";
+import { auditDecided, decideAsHuman, thisOwner } from "../permission/human_decision.ts";
 import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
 import type { OsSandboxStatus } from "../sandbox/os_sandbox.ts";
@@ -111,10 +111,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
   const audit = createAuditLog(config.workspace);
   const pool = new SandboxPool();
   // "always" rewrites .pml.json: the new content stays trusted when the old one applied.
-  const permissions = new PermissionStore(config.permissions, config.configPath, {
-    write: (text) => writeHumanConfig(config.configPath, text, config),
-    fromFile: config.permissionsFromFile,
-  });
+  const permissions = humanPermissionStore(config);
   const registryDeps = {
     config,
     audit,
@@ -176,6 +173,14 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
   const page = new ApprovalPage(store, config.workspace, {
     why: approvalWhy(() => permissions.current, () => permissions.fromFile),
     warn: tell,
+    // Audited and "always" applied when the human decides (docs/approvals.md).
+    decide: (id, decision) =>
+      decideAsHuman(
+        { store, audit, allowAlways: (tool) => permissions.allowAlways(tool) },
+        id,
+        decision,
+        "page",
+      ),
   });
   const link = () => page.link();
   const approvals = new Approvals({
@@ -187,16 +192,8 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
       stderrChannel(link, tell),
       ...(config.notify === "desktop" ? [desktopChannel(link, opts.spawnNotifier)] : []),
     ]),
-    onDecided: ({ request, workflowId, decision, by, detail }) =>
-      audit.write("approval_decided", {
-        tool: request.context.tool,
-        approval_type: request.type,
-        ...(workflowId ? { workflow_id: workflowId } : {}),
-        decision,
-        by,
-        via: detail.via,
-        ...(detail.ms !== undefined ? { declined_in_ms: detail.ms } : {}),
-      }),
+    onDecided: (decided) => auditDecided(audit, decided),
+    owner: thisOwner(),
     onUnanswered: (request, err) =>
       audit.write("elicitation_unanswered", {
         tool: request.context.tool,

@@ -41,8 +41,6 @@ export interface CallChannel {
   readonly elicit?: Elicit;
   readonly progress?: (progress: number, total?: number, message?: string) => Promise<void>;
   readonly signal?: AbortSignal;
-  /** The MCP session of the request (`pml serve`); approvals belong to it. */
-  readonly session?: string;
   /** Present when the client declared the `sampling` capability: relays a request to it. */
   readonly sample?: ClientSample;
   /** The client's sampling also takes tools (`sampling.tools`). */
@@ -295,6 +293,7 @@ export class Gateway {
           ...(server ? { mcp_server: server } : {}),
           ...pre?.context,
         },
+        allows: toolId,
       },
       (d, by, detail) =>
         this.#afterApproval(
@@ -311,11 +310,7 @@ export class Gateway {
               pre?.covers && { request: pre.covers, by },
             ),
         ),
-      {
-        elicit: channel.elicit,
-        session: channel.session,
-        replay: pre ? undefined : { tool: toolId, arguments: args },
-      },
+      { elicit: channel.elicit, replay: pre ? undefined : { tool: toolId, arguments: args } },
     );
   }
 
@@ -405,10 +400,7 @@ export class Gateway {
             covered = undefined;
             return resume("yes", by);
           }
-          return this.#deps.approvals.ask(request, resume, {
-            elicit: channel.elicit,
-            session: channel.session,
-          });
+          return this.#deps.approvals.ask(request, resume, { elicit: channel.elicit });
         },
       });
     } catch (err) {
@@ -450,7 +442,7 @@ export class Gateway {
           await this.#deps.approvals.ask(request, (d) => {
             decided = d;
             return Promise.resolve({ content: [] });
-          }, { elicit, session: channel.session });
+          }, { elicit });
           return decided;
         }
         : undefined,
@@ -495,12 +487,10 @@ export class Gateway {
       return await this.#resuming.run(channel, () => signIns.continue(id, decision as string));
     }
     try {
-      return await this.#resuming.run(channel, () =>
-        this.#deps.approvals.continue(
-          id,
-          decision as ApprovalDecision,
-          channel.session,
-        ));
+      return await this.#resuming.run(
+        channel,
+        () => this.#deps.approvals.continue(id, decision as ApprovalDecision),
+      );
     } catch (err) {
       if (asksToOpenUrl(err)) throw err; // as in #dispatch
       return errorResult(errorMessage(err));

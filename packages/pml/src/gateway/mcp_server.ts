@@ -173,7 +173,6 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
           }
           : undefined,
         signal: extra.signal,
-        session: extra.sessionId,
         progress: token === undefined
           ? undefined
           : (progress, total, message) =>

@@ -12,10 +12,19 @@ export interface StoredApproval extends ApprovalRequest {
   readonly mode: ApprovalMode;
   readonly createdAt: number;
   readonly expiresAt: number;
-  /** The MCP session that was asked (`pml serve`). */
-  readonly session?: string;
   /** The tool call to run again when `pml` restarted before the answer (tool approvals only). */
   readonly replay?: { readonly tool: string; readonly arguments: Record<string, unknown> };
+  /**
+   * The `pml` that asked: an approval without `replay` (an install inside a call, a paused
+   * `pml:execute`) can be continued only while it runs.
+   */
+  readonly owner?: ApprovalOwner;
+}
+
+/** A `pml` process: its pid and, where `/proc` tells it, its start time (a reused pid differs). */
+export interface ApprovalOwner {
+  readonly pid: number;
+  readonly start?: string;
 }
 
 /** A human's decision, written once by the page or the CLI. */

@@ -1,6 +1,11 @@
 import type { CallToolResult } from "../sdk/types.ts";
 import { isPmlError, PmlError } from "../errors.ts";
-import type { ApprovalMode, ApprovalStore, StoredApproval } from "./approval_store.ts";
+import type {
+  ApprovalMode,
+  ApprovalOwner,
+  ApprovalStore,
+  StoredApproval,
+} from "./approval_store.ts";
 import { howHumanAnswers, type HumanChannel } from "./human_channel.ts";
 
 /** What an approval is about (DESIGN §5). */
@@ -24,6 +29,12 @@ export interface ApprovalRequest {
    * agent. Never put into a result, an elicitation or `tools/list`.
    */
   readonly forHuman?: HumanDetail;
+  /**
+   * The exact id that "always" adds to `permissions.allow` (the tool of a `tool_permission` the
+   * gateway asks), when it adds one: what a human's "always" applies at once, on the page or with
+   * `pml approve --always`.
+   */
+  readonly allows?: string;
 }
 
 /** The part of an approval only a human's channel shows (see {@link ApprovalRequest.forHuman}). */
@@ -94,8 +105,6 @@ export function refusedBy(by: DecidedBy, detail?: DecisionDetail): string {
 /** The channel an approval is asked through. */
 export interface AskVia {
   readonly elicit?: Elicit;
-  /** The MCP session that was asked (`pml serve`); only it may answer with `pml:continue`. */
-  readonly session?: string;
   /** The tool call to run again if `pml` restarts before the answer (plain tool approvals). */
   readonly replay?: StoredApproval["replay"];
 }
@@ -140,7 +149,6 @@ interface Pending {
   readonly request: ApprovalRequest;
   readonly resume: Resume;
   readonly expiresAt: number;
-  readonly session?: string;
   readonly mode: ApprovalMode;
 }
 
@@ -168,6 +176,7 @@ export class Approvals {
   readonly #human?: HumanChannel;
   readonly #onDecided?: (decided: Decided) => Promise<void> | void;
   #revive?: Revive;
+  readonly #owner?: ApprovalOwner;
 
   constructor(
     opts: {
@@ -184,8 +193,14 @@ export class Approvals {
       mode?: (request: ApprovalRequest) => ApprovalMode;
       /** Tells the human that an approval waits for them (stderr, notification, with a link). */
       human?: HumanChannel;
-      /** Told of every decision, whoever gave it (for the audit log). */
+      /**
+       * Told of every decision the agent or the client gives, or a human gives by elicitation
+       * (for the audit log). A human's decision on the page or with `pml approve` is audited when
+       * it is given (`human_decision.ts`), not again when `pml:continue` takes it up.
+       */
       onDecided?: (decided: Decided) => Promise<void> | void;
+      /** The `pml` process that asks (stored, so that `pml approve` knows when it has ended). */
+      owner?: ApprovalOwner;
     } = {},
   ) {
     this.#ttlMs = opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
@@ -195,6 +210,7 @@ export class Approvals {
     this.#mode = opts.mode ?? (() => "agent");
     this.#human = opts.human;
     this.#onDecided = opts.onDecided;
+    this.#owner = opts.owner;
   }
 
   /** How a stored approval's call is rebuilt after a restart (set by the gateway). */
@@ -205,7 +221,7 @@ export class Approvals {
   /**
    * Asks `request`; `resume` produces the result once someone has decided. With `via.elicit` the
    * human is asked inside the call (unless the request has a `forHuman` part); when that ends without a decision (or there is no elicitation),
-   * the call returns `approval_required` and waits for `pml:continue` from `via.session`.
+   * the call returns `approval_required` and waits for `pml:continue`.
    */
   async ask(request: ApprovalRequest, resume: Resume, via: AskVia = {}): Promise<CallToolResult> {
     // A question with a part only the human may read (a changed definition's new text) is not
@@ -243,14 +259,14 @@ export class Approvals {
         mode,
         createdAt: now,
         expiresAt,
-        session: via.session,
         replay: via.replay,
+        owner: this.#owner,
       });
     } catch (err) {
       if (!isPmlError(err, "APPROVAL_TOO_LARGE")) throw err;
       return { content: [{ type: "text", text: err.message }], isError: true };
     }
-    this.#pending.set(workflowId, { request, resume, expiresAt, session: via.session, mode });
+    this.#pending.set(workflowId, { request, resume, expiresAt, mode });
     const body: ApprovalRequired = {
       status: "approval_required",
       approval_type: request.type,
@@ -275,23 +291,16 @@ export class Approvals {
   }
 
   /**
-   * Answers a pending approval (the `pml:continue` tool). Each workflow id is answered once. An
-   * agent's decision comes only from the session that was asked; a human's decision (human mode)
-   * is taken up by whichever session continues, over stdio and HTTP alike.
+   * Answers a pending approval (the `pml:continue` tool), from whichever MCP session or `pml`
+   * process of this workspace presents its workflow id, over stdio and HTTP alike: the id is the
+   * capability (random, handed only to the agent that was asked), the continuation is this
+   * gateway's (in memory, or rebuilt from the workspace's store), and each id is answered once. A
+   * human's decision, when one was given (page, `pml approve`), is the one applied, in either
+   * mode; in human mode nothing else is.
    */
-  async continue(
-    workflowId: string,
-    decision: ApprovalDecision,
-    session?: string,
-  ): Promise<CallToolResult> {
+  async continue(workflowId: string, decision: ApprovalDecision): Promise<CallToolResult> {
     this.#sweep();
     const pending = this.#pending.get(workflowId) ?? await this.#revived(workflowId);
-    if (pending && pending.mode !== "human" && pending.session !== session) {
-      throw new PmlError(
-        "APPROVAL_OTHER_SESSION",
-        `The approval "${workflowId}" was asked in another MCP session; only that session can answer it`,
-      );
-    }
     if (!pending) {
       throw new PmlError(
         "APPROVAL_NOT_FOUND",
@@ -300,18 +309,17 @@ export class Approvals {
         } min); call the tool again`,
       );
     }
-    let by: DecidedBy = "agent";
-    let detail: DecisionDetail = { via: "pml:continue" };
-    if (pending.mode === "human") {
-      const human = await this.#store?.decision(workflowId);
-      if (!human) return await this.#waiting(workflowId, pending.request);
-      decision = human.decision;
-      by = "user";
-      detail = { via: human.via };
+    const human = await this.#store?.decision(workflowId);
+    if (!human && pending.mode === "human") {
+      return await this.#waiting(workflowId, pending.request);
     }
     this.#pending.delete(workflowId);
     await this.#store?.remove(workflowId);
-    return await this.#decided(pending.request, workflowId, pending.resume, decision, by, detail);
+    // A human's decision was audited (and its "always" applied) when they gave it.
+    if (human) return await pending.resume(human.decision, "user", { via: human.via });
+    return await this.#decided(pending.request, workflowId, pending.resume, decision, "agent", {
+      via: "pml:continue",
+    });
   }
 
   async #decided(
@@ -335,7 +343,6 @@ export class Approvals {
       request: stored,
       resume,
       expiresAt: stored.expiresAt,
-      session: stored.session,
       mode: stored.mode,
     };
     this.#pending.set(id, pending);

@@ -1,4 +1,6 @@
+import type { Config } from "../config/config.ts";
 import { DEFAULT_PERMISSIONS } from "../config/defaults.ts";
+import { writeHumanConfig } from "../config/human_write.ts";
 import { readJsonObject, writeFileAtomic } from "../config/write_json.ts";
 import { PmlError } from "../errors.ts";
 import { checkPermission, type Decision, type Permissions } from "./patterns.ts";
@@ -70,4 +72,15 @@ export class PermissionStore {
       deny: this.#permissions.deny,
     });
   }
+}
+
+/**
+ * The permissions of `config` as a store whose "always" rewrites `.pml.json` on a human's
+ * decision: the new content stays trusted when the old one applied (`writeHumanConfig`).
+ */
+export function humanPermissionStore(config: Config): PermissionStore {
+  return new PermissionStore(config.permissions, config.configPath, {
+    write: (text) => writeHumanConfig(config.configPath, text, config),
+    fromFile: config.permissionsFromFile,
+  });
 }

@@ -41,3 +41,22 @@ export async function enterPage(url: string): Promise<
   const csrf = page.body.match(/name="csrf" value="([0-9a-f]+)"/)?.[1] ?? "";
   return { host: u.host, cookie, csrf, page: page.body, status: page.status };
 }
+
+/** A decision posted on the page as its own form does: cookie, form token and the page's Origin. */
+export async function postDecision(
+  session: { host: string; cookie: string; csrf: string },
+  id: string,
+  decision: string,
+): Promise<{ status: number; body: string }> {
+  return await rawHttp(session.host, {
+    method: "POST",
+    path: "/decide",
+    headers: {
+      host: session.host,
+      origin: `http://${session.host}`,
+      cookie: session.cookie,
+      "content-type": "application/x-www-form-urlencoded",
+    },
+    body: new URLSearchParams({ id, decision, csrf: session.csrf }).toString(),
+  });
+}

@@ -11,6 +11,7 @@ import { Client } from "../sdk/client.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
 import { ApprovalStore, type StoredApproval } from "../permission/approval_store.ts";
 import { trustContentSync } from "../config/trust_store.ts";
+import { decideAsHuman, humanDecisionDeps } from "../permission/human_decision.ts";
 import {
   type CallToolResult,
   type ClientNotification,
@@ -206,8 +207,8 @@ export function textOf(result: unknown): string {
 }
 
 /**
- * A human's decision on the pending approval `id` (as `pml approve`/`pml deny` or the page write
- * it), then the agent's `pml:continue`: the result the agent gets.
+ * A human's decision on the pending approval `id` (as `pml approve`/`pml deny` or the page give
+ * it: recorded, audited, "always" applied), then the agent's `pml:continue`: the result the agent gets.
  */
 export async function humanDecides(
   ws: TempWorkspace,
@@ -215,7 +216,7 @@ export async function humanDecides(
   id: string,
   decision: Decision,
 ): Promise<CallToolResult> {
-  await new ApprovalStore(ws.dir, join(ws.home, ".pml")).decide(id, decision, "cli");
+  await decideAsHuman(humanDecisionDeps(testConfig(ws)), id, decision, "cli");
   return await client.callTool({
     name: "pml:continue",
     arguments: { workflow_id: id, decision },
