@@ -9,10 +9,15 @@ import { textOf } from "../../packages/pml/src/testing/workspace.ts";
 
 export const PML_BIN = join(import.meta.dirname!, "..", "..", "bin", "pml");
 
-/** Environment for a spawned `pml`: PATH, a private HOME/PML_HOME, the workspace, extras. */
+/**
+ * Environment for a spawned `pml`: PATH, a private HOME/PML_HOME, the workspace, extras, and the
+ * OS wall the tests run under when `PML_SANDBOX_WALL` forces one (docs/security.md).
+ */
 export function pmlEnv(ws: { dir: string; home: string }, extra: Record<string, string> = {}) {
+  const wall = Deno.env.get("PML_SANDBOX_WALL");
   return {
     PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    ...(wall ? { PML_SANDBOX_WALL: wall } : {}),
     HOME: ws.home,
     PML_WORKSPACE: ws.dir,
     ...extra,

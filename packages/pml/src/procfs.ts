@@ -113,3 +113,33 @@ export function killWithChildren(pid: number): void {
     Deno.kill(pid, "SIGKILL");
   } catch { /* already gone */ }
 }
+
+/**
+ * Kills `pid` and every process below it with SIGKILL, for a sandbox without a pid namespace (the
+ * Landlock wall): each process is stopped before its children are read (a fork in progress then
+ * shows), top down, then all are killed. The sandbox's init is the child subreaper of its
+ * processes, so what a command detached is below it too.
+ */
+export function killTree(pid: number): void {
+  const stopped: number[] = [];
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop()!;
+    try {
+      Deno.kill(p, "SIGSTOP");
+    } catch {
+      continue; // gone
+    }
+    for (let i = 0; i < 10_000; i++) {
+      const state = procStat(p)?.state;
+      if (state === undefined || state === "T" || state === "t" || state === "Z") break;
+    }
+    stopped.push(p);
+    stack.push(...taskChildren(p));
+  }
+  for (const p of stopped) {
+    try {
+      Deno.kill(p, "SIGKILL");
+    } catch { /* already gone */ }
+  }
+}

@@ -3,7 +3,12 @@ import { unpinnedWarning } from "../deps/metadata.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
-import { detectOsSandbox, type OsPolicy, unixSocketsAllowed } from "../sandbox/os_sandbox.ts";
+import {
+  detectOsSandbox,
+  type OsPolicy,
+  unixSocketsAllowed,
+  wallChoice,
+} from "../sandbox/os_sandbox.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
 import { StdTarget } from "../targets/std/std_target.ts";
@@ -27,7 +32,7 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
       ]),
     ),
     lockfile: lockStatus(config.workspace, config.pmlHome, config.permissions),
-    osSandbox: osSandboxLine(config.sandbox.unconfined, config.env.PATH),
+    osSandbox: osSandboxLine(config.sandbox.unconfined, config.env),
     /** The OS policy `shell:exec` runs under (docs/security.md "The sandbox model"). */
     shellPolicy: shellPolicy(config),
     warnings: unpinnedPackages(config.privateMcps),
@@ -100,9 +105,15 @@ function unpinnedPackages(mcps: Config["privateMcps"]): string[] {
   );
 }
 
-function osSandboxLine(unconfined: boolean, path?: string): string {
-  const os = detectOsSandbox(path);
-  if (os.available) return `bubblewrap (${os.bwrap}): local tools run confined to the workspace`;
+function osSandboxLine(unconfined: boolean, env: Readonly<Record<string, string>>): string {
+  const os = detectOsSandbox(env.PATH, wallChoice(env.PML_SANDBOX_WALL));
+  if (os.available && "bwrap" in os) {
+    return `bubblewrap (${os.bwrap}): local tools run confined to the workspace`;
+  }
+  if (os.available) {
+    return `Landlock ABI ${os.landlock} + seccomp (bubblewrap not used: ${os.why}): local tools ` +
+      `run confined to the workspace; \`pml doctor\` says what holds less than under bubblewrap`;
+  }
   const rest =
     "; the read/write tools, pml:execute and registry modules run with Deno's flags only";
   return unconfined

@@ -5,9 +5,10 @@ import type { DependencyMeta } from "./metadata.ts";
 import { guardedPaths } from "../config/control_files.ts";
 import {
   detectOsSandbox,
-  osCommand,
   type OsSandboxStatus,
+  type OsWall,
   SANDBOX_DENO_DIR,
+  wallCommand,
 } from "../sandbox/os_sandbox.ts";
 import { proxyDir } from "../sandbox/net_proxy.ts";
 import type { OsPolicy } from "../sandbox/policy.ts";
@@ -33,10 +34,20 @@ export interface LaunchSpec {
   /** Runs inside the OS sandbox (`command` is bubblewrap): stopped by killing the sandbox whole. */
   readonly osWall?: boolean;
   /**
+   * Behind Landlock (no namespaces): the private folder (`home`, `tmp`, `deno`) to make before the
+   * start and remove after the end, and the sandbox is stopped by killing its process tree.
+   */
+  readonly landlock?: { readonly privateDir: string };
+  /**
    * The network proxy to start (in `pml`) before the sandbox, with the hosts it lets through and
    * the folder its sockets go to (bound into the sandbox by `args`).
    */
-  readonly netProxy?: { readonly grants: readonly string[]; readonly dir: string };
+  readonly netProxy?: {
+    readonly grants: readonly string[];
+    readonly dir: string;
+    /** Also on loopback TCP (the Landlock wall): see `NetProxy`'s `tcp`. */
+    readonly tcp?: boolean;
+  };
   /** What the user declared (`node /srv/x.mjs`), for messages: not the sandbox's command line. */
   readonly declared?: string;
   /** The control group to start the sandbox in, where `pml` may create one (`cgroup.ts`). */
@@ -203,20 +214,28 @@ export function denoLaunch(
     denyWrite: guardedPaths([ctx.workspace, ...write]),
     net: meta.permissions.net,
   });
-  const net = netProxyFor(policy);
+  const net = netProxyFor(policy, os);
+  const own = privateDirFor(os);
   // No seccomp filter here: under it, Deno's Node compatibility layer stopped answering (the
   // memory server's calls hung). Deno's flags stand instead: a unix socket is connected to only
   // with read and write access to its path, which an npm server has only where it declares.
-  const started = osCommand(os.bwrap, policy, ctx.workspace, [ctx.denoPath, ...args], {
+  const started = wallCommand(os, policy, ctx.workspace, [ctx.denoPath, ...args], {
     denoPath: ctx.denoPath,
     netDir: net?.dir,
+    privateDir: own?.privateDir,
   });
   return {
     server: meta.server,
     command: started.program,
     osWall: true,
+    ...(own ? { landlock: own } : {}),
     args: started.args,
-    env: { ...env, DENO_DIR: SANDBOX_DENO_DIR, ...(net ? HTTP_PROXY_ENV : {}) },
+    env: {
+      ...env,
+      DENO_DIR: own ? `${own.privateDir}/deno` : SANDBOX_DENO_DIR,
+      ...(own ? { TMPDIR: `${own.privateDir}/tmp` } : {}),
+      ...(net ? HTTP_PROXY_ENV : {}),
+    },
     cwd: ctx.workspace,
     mode: "deno",
     group: groupOf(policy),
@@ -300,17 +319,26 @@ export function commandLaunch(
     !base.denyRead.some((d) => p === d || p.startsWith(d + "/"))
   );
   const policy = own.length ? policyWith(own) : base;
-  const net = netProxyFor(policy);
-  const started = osCommand(os.bwrap, policy, ctx.workspace, [resolved.path, ...args], {
+  const net = netProxyFor(policy, os);
+  const privateDir = privateDirFor(os);
+  const started = wallCommand(os, policy, ctx.workspace, [resolved.path, ...args], {
     seccomp: unixSocketFilterFile(),
     netDir: net?.dir,
+    privateDir: privateDir?.privateDir,
   });
   return {
     server: meta.server,
     command: started.program,
     osWall: true,
+    ...(privateDir ? { landlock: privateDir } : {}),
     args: started.args,
-    env: { ...pick(ctx.env, ["PATH"]), HOME: home, ...declared, ...(net ? PROXY_ENV : {}) },
+    env: {
+      ...pick(ctx.env, ["PATH"]),
+      HOME: home,
+      ...(privateDir ? { TMPDIR: `${privateDir.privateDir}/tmp` } : {}),
+      ...declared,
+      ...(net ? PROXY_ENV : {}),
+    },
     cwd: ctx.workspace,
     mode: "command",
     group: groupOf(policy),
@@ -380,8 +408,16 @@ function groupOf(policy: OsPolicy): GroupLimits {
 }
 
 /** The proxy a sandbox with network grants needs, or none. */
-function netProxyFor(policy: OsPolicy): LaunchSpec["netProxy"] {
-  return policy.net.length > 0 ? { grants: policy.net, dir: proxyDir() } : undefined;
+function netProxyFor(policy: OsPolicy, os: OsWall): LaunchSpec["netProxy"] {
+  if (policy.net.length === 0) return undefined;
+  return { grants: policy.net, dir: proxyDir(), ...("bwrap" in os ? {} : { tcp: true }) };
+}
+
+/** Behind Landlock: the private folder of the sandbox (chosen now, made at each start). */
+function privateDirFor(os: OsWall): LaunchSpec["landlock"] {
+  if ("bwrap" in os) return undefined;
+  const tmp = Deno.env.get("TMPDIR") || "/tmp";
+  return { privateDir: `${tmp}/pml-sandbox-${crypto.randomUUID().slice(0, 13)}` };
 }
 
 /** The private home of a raw command: its own caches, never the user's home. */

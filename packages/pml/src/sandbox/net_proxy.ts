@@ -68,6 +68,8 @@ const decoder = new TextDecoder();
 export class NetProxy {
   /** The folder holding `http.sock` and `socks.sock` (bound into the sandbox). */
   readonly dir: string;
+  /** Its loopback TCP ports (HTTP, SOCKS5) when it listens on them (`tcp`). */
+  readonly ports?: readonly [number, number];
   readonly #grants: readonly NetGrant[];
   readonly #listeners: Deno.Listener[] = [];
   readonly #conns = new Set<Deno.Conn>();
@@ -80,7 +82,16 @@ export class NetProxy {
    */
   constructor(
     grants: readonly string[],
-    opts: { dir?: string; onEvent?: (event: ProxyEvent) => void } = {},
+    opts: {
+      dir?: string;
+      onEvent?: (event: ProxyEvent) => void;
+      /**
+       * Also listen on loopback TCP (ephemeral ports, written to `ports` in the folder as
+       * `HTTP SOCKS`): the Landlock wall has no network namespace to bridge into, and lets the
+       * sandbox connect to these two ports only.
+       */
+      tcp?: boolean;
+    } = {},
   ) {
     this.#grants = grants.map(parseGrant);
     this.#onEvent = opts.onEvent;
@@ -94,6 +105,15 @@ export class NetProxy {
     this.#listeners.push(http, socks);
     void this.#accept(http, (conn) => this.#http(conn));
     void this.#accept(socks, (conn) => this.#socks(conn));
+    if (opts.tcp) {
+      const tcpHttp = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const tcpSocks = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      this.#listeners.push(tcpHttp, tcpSocks);
+      void this.#accept(tcpHttp, (conn) => this.#http(conn));
+      void this.#accept(tcpSocks, (conn) => this.#socks(conn));
+      this.ports = [tcpHttp.addr.port, tcpSocks.addr.port];
+      Deno.writeTextFileSync(`${this.dir}/ports`, `${this.ports[0]} ${this.ports[1]}\n`);
+    }
   }
 
   /** Stops listening, cuts every connection, removes the folder. */

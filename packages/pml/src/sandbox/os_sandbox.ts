@@ -19,6 +19,9 @@ import { within } from "../config/control_files.ts";
 import { PmlError } from "../errors.ts";
 import { bridged, SANDBOX_NET_DIR } from "./net_bridge.ts";
 import { tmpfsArgs, withRlimits } from "./limits.ts";
+import { landlockAbi } from "./landlock.ts";
+import { libcPath } from "./libc.ts";
+import { landlockCommand } from "./landlock_command.ts";
 
 export type { OsPolicy } from "./policy.ts";
 
@@ -215,25 +218,73 @@ export function osCommand(
   };
 }
 
-/** Whether bubblewrap works here, and if not, why (for the refusal message and `pml status`). */
+/**
+ * The program and arguments that start `command` under `policy` behind `wall`: bubblewrap
+ * ({@link osCommand}) or Landlock (`landlock_command.ts`). `privateDir` is the Landlock sandbox's
+ * writable home and temp folder (bubblewrap gives a private `/tmp` instead).
+ */
+export function wallCommand(
+  wall: OsWall,
+  policy: OsPolicy,
+  cwd: string,
+  command: readonly string[],
+  opts: Parameters<typeof osCommand>[4] & { privateDir?: string } = {},
+): { program: string; args: string[] } {
+  if ("bwrap" in wall) return osCommand(wall.bwrap, policy, cwd, command, opts);
+  return landlockCommand(wall.landlock, policy, command, {
+    denoPath: opts.denoPath,
+    fds: opts.channel === "fds",
+    netDir: opts.netDir,
+    privateDir: opts.privateDir,
+  });
+}
+
+/**
+ * The OS wall this machine offers, and if none, why (for the refusal message, `pml status` and
+ * `pml doctor`): bubblewrap where it can build its namespaces, else Landlock (with the reason
+ * bubblewrap could not be used), else none.
+ */
 export type OsSandboxStatus =
   | { readonly available: true; readonly bwrap: string }
+  | {
+    readonly available: true;
+    /** The Landlock ABI of this kernel. */
+    readonly landlock: number;
+    /** Why not bubblewrap. */
+    readonly why: string;
+  }
   | { readonly available: false; readonly reason: string };
+
+/** A status with a wall. */
+export type OsWall = Extract<OsSandboxStatus, { available: true }>;
+
+/** Which wall a status names: `bubblewrap`, `landlock` or `none`. */
+export function wallName(os: OsSandboxStatus): "bubblewrap" | "landlock" | "none" {
+  return !os.available ? "none" : "bwrap" in os ? "bubblewrap" : "landlock";
+}
+
+/**
+ * Which wall to use, forced (`PML_SANDBOX_WALL`: for the attack suites run under each wall and for
+ * `pml doctor`, never needed otherwise): `bubblewrap`, `landlock` or `none`; unset: the best one.
+ */
+export type WallChoice = "bubblewrap" | "landlock" | "none" | undefined;
 
 const detected = new Map<string, OsSandboxStatus>();
 
 /**
  * Finds `bwrap` on `PATH` and checks that it can create the namespaces (a container may refuse
- * user namespaces). Cached for the process, per `PATH`.
+ * user namespaces); where it cannot, Landlock when the kernel has it. Cached for the process, per
+ * `PATH` and choice.
  */
-export function detectOsSandbox(path = defaultPath()): OsSandboxStatus {
-  let status = detected.get(path);
+export function detectOsSandbox(path = defaultPath(), choice = defaultChoice()): OsSandboxStatus {
+  const key = `${choice ?? ""}\0${path}`;
+  let status = detected.get(key);
   if (!status) {
-    const found = findBwrap(path);
+    const found = choice === "landlock" || choice === "none" ? forced(choice) : findBwrap(path);
     status = typeof found === "string"
-      ? probed(found, outcome(() => new Deno.Command(found, PROBE).outputSync()))
-      : found;
-    detected.set(path, status);
+      ? probed(found, outcome(() => new Deno.Command(found, PROBE).outputSync()), choice)
+      : orLandlock(found, choice);
+    detected.set(key, status);
   }
   return status;
 }
@@ -242,19 +293,58 @@ export function detectOsSandbox(path = defaultPath()): OsSandboxStatus {
  * {@link detectOsSandbox} without blocking: the probe (a process start, ~15 ms) runs while the
  * caller goes on. Fills the same cache; the std target's prewarm awaits it before its sandbox.
  */
-export async function detectOsSandboxSoon(path = defaultPath()): Promise<OsSandboxStatus> {
-  const cached = detected.get(path);
+export async function detectOsSandboxSoon(
+  path = defaultPath(),
+  choice = defaultChoice(),
+): Promise<OsSandboxStatus> {
+  const key = `${choice ?? ""}\0${path}`;
+  const cached = detected.get(key);
   if (cached) return cached;
-  const found = findBwrap(path);
+  const found = choice === "landlock" || choice === "none" ? forced(choice) : findBwrap(path);
   // `output()` throws a failed start synchronously: `then` turns it into a rejection.
   const probe = (bwrap: string) =>
     Promise.resolve().then(() => new Deno.Command(bwrap, PROBE).output()).catch((err: Error) =>
       err
     );
-  const status = typeof found === "string" ? probed(found, await probe(found)) : found;
+  const status = typeof found === "string"
+    ? probed(found, await probe(found), choice)
+    : orLandlock(found, choice);
   // A synchronous detection may have finished meanwhile: the first answer stays.
-  if (!detected.has(path)) detected.set(path, status);
-  return detected.get(path)!;
+  if (!detected.has(key)) detected.set(key, status);
+  return detected.get(key)!;
+}
+
+function defaultChoice(): WallChoice {
+  return wallChoice(Deno.env.get("PML_SANDBOX_WALL"));
+}
+
+/** The {@link WallChoice} a value of `PML_SANDBOX_WALL` names (anything else: none forced). */
+export function wallChoice(value: string | undefined): WallChoice {
+  return value === "bubblewrap" || value === "landlock" || value === "none" ? value : undefined;
+}
+
+/** The status a forced choice without bubblewrap starts from. */
+function forced(choice: "landlock" | "none"): OsSandboxStatus {
+  return { available: false, reason: `PML_SANDBOX_WALL=${choice}` };
+}
+
+/**
+ * `without` (bubblewrap unusable) or, where the kernel has Landlock and the choice allows it, the
+ * Landlock wall with the reason bubblewrap was not used.
+ */
+function orLandlock(without: OsSandboxStatus, choice: WallChoice): OsSandboxStatus {
+  if (without.available || choice === "bubblewrap" || choice === "none") return without;
+  const reason = (without as { reason: string }).reason;
+  if (Deno.build.os !== "linux") return without;
+  const abi = landlockAbi(libcPath());
+  if (abi === 0) {
+    return {
+      available: false,
+      reason: `${reason}; and this kernel has no Landlock (Linux 5.13+ with "landlock" in its ` +
+        `LSM list), or a seccomp profile refuses it`,
+    };
+  }
+  return { available: true, landlock: abi, why: reason };
 }
 
 function defaultPath(): string {
@@ -294,17 +384,21 @@ function outcome<T>(run: () => T): T | Error {
   }
 }
 
-/** The status `bwrap` earns by how its probe went. */
-function probed(bwrap: string, out: Deno.CommandOutput | Error): OsSandboxStatus {
+/** The status `bwrap` earns by how its probe went (else Landlock's, where it can stand in). */
+function probed(
+  bwrap: string,
+  out: Deno.CommandOutput | Error,
+  choice: WallChoice,
+): OsSandboxStatus {
   if (out instanceof Error) {
-    return { available: false, reason: `bubblewrap failed: ${out.message}` };
+    return orLandlock({ available: false, reason: `bubblewrap failed: ${out.message}` }, choice);
   }
   if (!out.success) {
     const why = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
-    return {
+    return orLandlock({
       available: false,
       reason: `bubblewrap cannot create namespaces here (${why || `exit ${out.code}`})`,
-    };
+    }, choice);
   }
   return { available: true, bwrap };
 }

@@ -16,6 +16,7 @@ import {
   detectOsSandboxSoon,
   osCommand,
   type OsPolicy,
+  wallName,
 } from "./os_sandbox.ts";
 import { SandboxPool } from "./pool.ts";
 import { DENO_LIMITS } from "./limits.ts";
@@ -114,7 +115,7 @@ Deno.test("bwrapArgs: a more specific path wins, a deny wins at the same path, s
 });
 
 Deno.test("detectOsSandbox: a PATH without bwrap says what to install", () => {
-  const status = detectOsSandbox("/nonexistent");
+  const status = detectOsSandbox("/nonexistent", "bubblewrap");
   assert(!status.available);
   assertStringIncludes(status.reason, "bubblewrap is not installed");
   assertStringIncludes(status.reason, "apt-get install bubblewrap");
@@ -134,6 +135,7 @@ Deno.test("detectOsSandbox: a bwrap that cannot create namespaces is reported wi
   await using ws = tempWorkspace();
   const status = detectOsSandbox(
     refusedBwrap(ws, "bin", "bwrap: setting up uid map: Permission denied"),
+    "bubblewrap",
   );
   assert(!status.available);
   assertStringIncludes(status.reason, "cannot create namespaces");
@@ -145,25 +147,41 @@ Deno.test("detectOsSandboxSoon: the same answers as detectOsSandbox, without blo
   const refusedPath = refusedBwrap(ws, "refused", "bwrap: No permissions to create new namespace");
   ws.write("broken/bwrap", "cannot be started: not executable");
   Deno.chmodSync(`${ws.dir}/broken/bwrap`, 0o644);
-  const refused = await detectOsSandboxSoon(refusedPath);
+  const refused = await detectOsSandboxSoon(refusedPath, "bubblewrap");
   assert(!refused.available);
   assertStringIncludes(refused.reason, "cannot create namespaces here (bwrap: No permissions");
-  const broken = await detectOsSandboxSoon(`${ws.dir}/broken`);
+  const broken = await detectOsSandboxSoon(`${ws.dir}/broken`, "bubblewrap");
   assert(!broken.available);
   assertStringIncludes(broken.reason, "bubblewrap failed");
-  const missing = await detectOsSandboxSoon(`${ws.dir}/none`);
+  const missing = await detectOsSandboxSoon(`${ws.dir}/none`, "bubblewrap");
   assert(!missing.available);
   assertStringIncludes(missing.reason, "bubblewrap is not installed");
   // Cached: the synchronous form answers the same for the same PATH without probing again.
   Deno.removeSync(`${ws.dir}/refused/bwrap`);
-  assertEquals(detectOsSandbox(refusedPath), refused);
-  const here = await detectOsSandboxSoon();
+  assertEquals(detectOsSandbox(refusedPath, "bubblewrap"), refused);
+  const here = await detectOsSandboxSoon(undefined, "bubblewrap");
   assert(here.available, here.available ? "" : here.reason);
-  assertEquals(detectOsSandbox(), here);
+  assertEquals(detectOsSandbox(undefined, "bubblewrap"), here);
+});
+
+Deno.test("detectOsSandbox: where bubblewrap is missing or refused, Landlock stands in, with the reason", async () => {
+  await using ws = tempWorkspace();
+  const refusedPath = refusedBwrap(ws, "r", "bwrap: No permissions to create new namespace");
+  for (const [path, why] of [["/nonexistent", "not installed"], [refusedPath, "No permissions"]]) {
+    const status = detectOsSandbox(path);
+    assertEquals(wallName(status), "landlock", JSON.stringify(status));
+    assert(status.available && "landlock" in status && status.landlock >= 1);
+    assertStringIncludes(status.why, why);
+  }
+  // Forced (the suites run under each wall): Landlock even where bubblewrap works; none at all.
+  assertEquals(wallName(detectOsSandbox(undefined, "landlock")), "landlock");
+  const none = detectOsSandbox(undefined, "none");
+  assert(!none.available);
+  assertStringIncludes(none.reason, "PML_SANDBOX_WALL=none");
 });
 
 Deno.test("detectOsSandbox: this machine's bwrap works (the suite needs it: .ci/run installs it)", () => {
-  const status = detectOsSandbox();
+  const status = detectOsSandbox(undefined, "bubblewrap");
   assert(status.available, status.available ? "" : status.reason);
 });
 

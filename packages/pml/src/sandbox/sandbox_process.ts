@@ -3,19 +3,27 @@ import { forEachLine } from "./_lines.ts";
 import { printable } from "./printable.ts";
 import { StderrTail } from "./_stderr_tail.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
-import { childPids, killWithChildren, processAlive, type ProcStat, procStat } from "../procfs.ts";
+import {
+  childPids,
+  killTree,
+  killWithChildren,
+  processAlive,
+  type ProcStat,
+  procStat,
+} from "../procfs.ts";
 import { unixSocketFilterFile } from "./seccomp.ts";
 import { libcPath } from "./libc.ts";
 import {
   CHANNEL_IN_FD,
   CHANNEL_OUT_FD,
   detectOsSandbox,
-  osCommand,
   type OsPolicy,
   type OsSandboxStatus,
   SANDBOX_DENO_DIR,
   SANDBOX_HOME,
+  wallCommand,
 } from "./os_sandbox.ts";
+import { LANDLOCK_LAUNCHER } from "./landlock_command.ts";
 import { NetProxy } from "./net_proxy.ts";
 import { HTTP_PROXY_ENV, PROXY_ENV } from "./net_bridge.ts";
 import { createGroup, joinThenRun } from "./cgroup.ts";
@@ -157,8 +165,11 @@ export class SandboxProcess {
   #exitReason = "";
   /** Replaced in its pool: it ends when its last call in flight does. */
   #retiring = false;
-  /** Runs inside bubblewrap (its pid namespace lets strays be found and killed). */
-  readonly #confined: boolean;
+  /**
+   * Runs inside an OS wall: bubblewrap (its pid namespace lets strays be found and killed) or
+   * Landlock (its init is the subreaper of what commands detach).
+   */
+  readonly #confined: "bubblewrap" | "landlock" | undefined;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
@@ -174,17 +185,26 @@ export class SandboxProcess {
     this.spec = spec;
     const deno = opts.denoPath ?? Deno.execPath();
     const os = spec.os ? (opts.osSandbox ?? detectOsSandbox()) : undefined;
-    const confined = spec.os && os?.available ? { policy: spec.os, bwrap: os.bwrap } : undefined;
-    this.#confined = confined !== undefined;
+    const confined = spec.os && os?.available ? { policy: spec.os, wall: os } : undefined;
+    const landlock = confined !== undefined && !("bwrap" in confined.wall);
+    this.#confined = confined && (landlock ? "landlock" : "bubblewrap");
+    // Behind Landlock nothing is mounted: the sandbox's home, temp folder and Deno cache are a
+    // private folder of the host's, removed when it ends.
+    const own = landlock ? Deno.makeTempDirSync({ prefix: "pml-sandbox-" }) : undefined;
+    if (own) { for (const sub of ["home", "tmp", "deno"]) Deno.mkdirSync(`${own}/${sub}`); }
     // Deno's update check is a network lookup; a sandbox has no business with the network.
     const env: Record<string, string> = { ...spec.env, DENO_NO_UPDATE_CHECK: "1" };
     if (confined) {
       // Deno's cache is private, unless the spec's is bound in (registry modules need their
       // cached npm imports). The home is the user's where the policy shows it (the toolbox of
       // `shell:exec`: `~/.gitconfig`, toolchains), else an empty private one.
-      if (!env.DENO_DIR || !spec.os!.read.includes(env.DENO_DIR)) env.DENO_DIR = SANDBOX_DENO_DIR;
-      env.TMPDIR = "/tmp";
-      if (env.HOME !== undefined && !spec.os!.read.includes(env.HOME)) env.HOME = SANDBOX_HOME;
+      if (!env.DENO_DIR || !spec.os!.read.includes(env.DENO_DIR)) {
+        env.DENO_DIR = own ? `${own}/deno` : SANDBOX_DENO_DIR;
+      }
+      env.TMPDIR = own ? `${own}/tmp` : "/tmp";
+      if (env.HOME !== undefined && !spec.os!.read.includes(env.HOME)) {
+        env.HOME = own ? `${own}/home` : SANDBOX_HOME;
+      }
     }
     // Without the OS wall, a sandbox meant to have one and given no Deno cache would use the
     // user's (its `location_data` holds `localStorage` and the Cache API): a private one instead,
@@ -196,15 +216,15 @@ export class SandboxProcess {
     // Granted hosts are reached through a proxy of this process, the only way out of the
     // sandbox's network namespace (without the OS wall, Deno's --allow-net alone holds).
     const proxy = confined && confined.policy.net.length > 0
-      ? new NetProxy(confined.policy.net)
+      ? new NetProxy(confined.policy.net, { tcp: landlock })
       : undefined;
     // Programs a shell starts get SOCKS5 too; Deno code only HTTP(S) (see HTTP_PROXY_ENV).
     if (proxy) Object.assign(env, spec.run ? PROXY_ENV : HTTP_PROXY_ENV);
     // A sandbox that runs programs keeps its protocol out of their reach (`SandboxChannel`).
     const libc = confined && spec.run ? libcPath() : undefined;
     const started = confined
-      ? osCommand(
-        confined.bwrap,
+      ? wallCommand(
+        confined.wall,
         confined.policy,
         spec.cwd,
         [deno, ...sandboxFlags(spec, libc ? { libc } : undefined)],
@@ -213,6 +233,7 @@ export class SandboxProcess {
           channel: libc ? "fds" : "stdio",
           seccomp: unixSocketFilterFile(),
           netDir: proxy?.dir,
+          privateDir: own,
         },
       )
       : { program: deno, args: sandboxFlags(spec) };
@@ -241,8 +262,12 @@ export class SandboxProcess {
     const tail = new StderrTail();
     const stderrRead = this.#readStderr((line) => (tail.push(line), onStderr(line)));
     const watchdog = spec.maxRssMb ? this.#watchMemory(spec.maxRssMb) : undefined;
-    const pidWatch = spec.maxProcesses || spec.maxWriteMb
-      ? this.#watchProcesses(spec.maxProcesses ?? Infinity, spec.maxWriteMb ?? Infinity)
+    // Behind Landlock its temp folder and Deno cache (the Cache API, `localStorage`) are on the
+    // host's disk, not a sized tmpfs: what one call writes is capped at that size instead.
+    const maxWriteMb = spec.maxWriteMb ??
+      (landlock ? confined!.policy.limits.tmpMb + confined!.policy.limits.shmMb : undefined);
+    const pidWatch = spec.maxProcesses || maxWriteMb
+      ? this.#watchProcesses(spec.maxProcesses ?? Infinity, maxWriteMb ?? Infinity)
       : undefined;
     this.exited = this.#child.status.then(async (status) => {
       // What Deno said before it died (its last lines may still be in the pipe); a stray that
@@ -250,9 +275,10 @@ export class SandboxProcess {
       if (!status.success && !this.#exitReason) await settledWithin(stderrRead, 500);
       proxy?.close();
       await group?.remove();
-      if (privateDenoDir) {
+      for (const dir of [privateDenoDir, own]) {
+        if (!dir) continue;
         try {
-          Deno.removeSync(privateDenoDir, { recursive: true });
+          Deno.removeSync(dir, { recursive: true });
         } catch { /* already gone */ }
       }
       clearInterval(watchdog);
@@ -391,7 +417,7 @@ export class SandboxProcess {
   #watchMemory(limitMb: number): ReturnType<typeof setInterval> {
     let target: number | undefined;
     const timer = setInterval(() => {
-      target ??= denoProcessUnder(this.#child.pid);
+      target ??= denoProcessUnder(this.#child.pid, this.#confined === "landlock");
       if (target === undefined) return;
       const kb = rssKb(target);
       if (kb !== undefined && kb > limitMb * 1024) {
@@ -449,7 +475,7 @@ export class SandboxProcess {
     if (!this.#confined || !this.#alive) return 0;
     let killed = 0;
     for (let round = 0; round < 50; round++) {
-      const strays = straysOf(this.#child.pid);
+      const strays = straysOf(this.#child.pid, this.#confined === "landlock");
       if (strays.length === 0) return killed;
       for (const pid of strays) {
         try {
@@ -475,6 +501,11 @@ export class SandboxProcess {
   kill(): void {
     if (!this.#alive) return;
     this.#alive = false;
+    if (this.#confined === "landlock") {
+      // No pid namespace: every process below the init (the subreaper of what commands detach).
+      killTree(this.#child.pid);
+      return;
+    }
     if (this.#confined) {
       killWithChildren(this.#child.pid);
       return;
@@ -585,13 +616,20 @@ function rssKb(pid: number): number | undefined {
   }
 }
 
-/** `pid` itself when it runs Deno, else the first Deno process below it (bubblewrap's child). */
-function denoProcessUnder(pid: number): number | undefined {
+/**
+ * `pid` itself when it runs Deno, else the first Deno process below it (bubblewrap's child, or
+ * the Landlock init's: `launcher` set, the launcher itself, which is Deno too, is not it).
+ */
+function denoProcessUnder(pid: number, launcher = false): number | undefined {
   const stack = [pid];
   while (stack.length) {
     const p = stack.shift()!;
     try {
-      if (!Deno.readTextFileSync(`/proc/${p}/cmdline`).startsWith(`${Deno.execPath()}\0`)) {
+      const cmdline = Deno.readTextFileSync(`/proc/${p}/cmdline`);
+      if (
+        !cmdline.startsWith(`${Deno.execPath()}\0`) ||
+        (launcher && cmdline.includes(LANDLOCK_LAUNCHER))
+      ) {
         stack.push(...childPids(p));
         continue;
       }
@@ -628,12 +666,13 @@ function childrenOf(pid: number): number[] {
 
 /**
  * The live processes under the bubblewrap process `outer` that are neither bubblewrap nor the
- * runner (the first process bubblewrap's init started) nor below the runner.
+ * runner (the first process bubblewrap's init started) nor below the runner. Behind Landlock
+ * (`landlock`), `outer` is the init itself.
  */
-function straysOf(outer: number): number[] {
+function straysOf(outer: number, landlock = false): number[] {
   // outer bwrap → bwrap as the namespace's init → runner; orphans are re-parented to the init.
   const strays: number[] = [];
-  for (const init of childrenOf(outer)) {
+  for (const init of landlock ? [outer] : childrenOf(outer)) {
     const below = childrenOf(init)
       .map((pid) => procStat(pid))
       .filter((p): p is ProcStat => p !== undefined)

@@ -59,6 +59,73 @@ export function unixSocketFilter(arch: string = Deno.build.arch): Uint8Array | u
     [RET_K, 0, 0, RET_ERRNO | EPERM],
     [RET_K, 0, 0, RET_KILL_PROCESS],
   ];
+  return toBytes(program);
+}
+
+/** Syscall numbers the Landlock wall's filter looks at, per architecture. */
+const LANDLOCK_NRS: Record<string, Record<string, number>> = {
+  x86_64: {
+    socket: 41,
+    sendto: 44,
+    sendmsg: 46,
+    sendmmsg: 307,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
+    add_key: 248,
+    request_key: 249,
+    keyctl: 250,
+  },
+  aarch64: {
+    socket: 198,
+    sendto: 206,
+    sendmsg: 211,
+    sendmmsg: 269,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
+    add_key: 217,
+    request_key: 218,
+    keyctl: 219,
+  },
+};
+
+const AF_INET = 2;
+const AF_INET6 = 10;
+const SOCK_STREAM = 1;
+const MSG_FASTOPEN = 0x20000000;
+const ALU_AND_K = 0x54;
+const JSET_K = 0x45;
+
+/** One instruction whose jumps name labels, resolved by {@link bpf}. */
+export type Step = { insn: [number, string | number, string | number, number] } | {
+  label: string;
+};
+
+/** A classic BPF program, as bytes of `struct sock_filter[]`, from labelled steps. */
+export function bpf(steps: readonly Step[]): Uint8Array {
+  return toBytes(assemble(steps));
+}
+
+/** Classic BPF with labelled jumps (`0` or a number: that many instructions ahead). */
+function assemble(steps: readonly Step[]): Insn[] {
+  const at = new Map<string, number>();
+  let n = 0;
+  for (const step of steps) {
+    if ("label" in step) at.set(step.label, n);
+    else n++;
+  }
+  const out: Insn[] = [];
+  for (const step of steps) {
+    if ("label" in step) continue;
+    const [code, jt, jf, k] = step.insn;
+    const rel = (j: string | number) => typeof j === "number" ? j : at.get(j)! - out.length - 1;
+    out.push([code, rel(jt), rel(jf), k]);
+  }
+  return out;
+}
+
+function toBytes(program: readonly Insn[]): Uint8Array {
   const bytes = new Uint8Array(program.length * 8);
   const view = new DataView(bytes.buffer);
   program.forEach(([code, jt, jf, k], i) => {
@@ -68,6 +135,63 @@ export function unixSocketFilter(arch: string = Deno.build.arch): Uint8Array | u
     view.setUint32(i * 8 + 4, k, true);
   });
   return bytes;
+}
+
+/**
+ * The seccomp filter of the Landlock wall, where the sandbox shares the host's network (no
+ * namespace): `socket()` succeeds only for TCP (`AF_INET`/`AF_INET6` streams, which Landlock then
+ * lets connect only to the proxy's ports) and, when `unix` is set, `AF_UNIX` (the sockets the
+ * policy grants); UDP, raw, netlink and every other family fail with `EPERM`. Also refused: TCP
+ * Fast Open sends (a connect that does not go through `connect()`), `io_uring` (whose operations
+ * open sockets without `socket()`) and the kernel keyrings. Another ABI kills the process; x32
+ * fails. `undefined` for an architecture it does not know.
+ */
+export function landlockFilter(
+  opts: { unix: boolean; tcp: boolean },
+  arch: string = Deno.build.arch,
+): Uint8Array | undefined {
+  const a = ARCHES[arch];
+  const nr = LANDLOCK_NRS[arch];
+  if (!a || !nr) return undefined;
+  const ld = (k: number): Step => ({ insn: [LD_W_ABS, 0, 0, k] });
+  const ifEq = (k: number, then: string): Step => ({ insn: [JEQ_K, then, 0, k] });
+  const ret = (k: number): Step => ({ insn: [RET_K, 0, 0, k] });
+  const refused = ["io_uring_setup", "io_uring_enter", "io_uring_register", "add_key"]
+    .concat(["request_key", "keyctl"]);
+  return bpf([
+    ld(ARCH),
+    { insn: [JEQ_K, 0, "kill", a.audit] },
+    ld(NR),
+    ...(a.x32 ? [{ insn: [JGE_K, "refuse", 0, 0x40000000] } as Step] : []),
+    ifEq(nr.socket, "socket"),
+    ifEq(nr.sendto, "flags3"),
+    ifEq(nr.sendmmsg, "flags3"),
+    ifEq(nr.sendmsg, "flags2"),
+    ...refused.map((name) => ifEq(nr[name], "refuse")),
+    ret(RET_ALLOW),
+    { label: "socket" },
+    ld(ARG0),
+    ifEq(AF_UNIX, opts.unix ? "allow" : "refuse"),
+    ifEq(AF_INET, "stream"),
+    ifEq(AF_INET6, "stream"),
+    ret(RET_ERRNO | EPERM),
+    { label: "stream" },
+    ld(ARG0 + 8),
+    { insn: [ALU_AND_K, 0, 0, 0xf] },
+    { insn: [JEQ_K, opts.tcp ? "allow" : "refuse", "refuse", SOCK_STREAM] },
+    { label: "flags3" },
+    ld(ARG0 + 24),
+    { insn: [JSET_K, "refuse", "allow", MSG_FASTOPEN] },
+    { label: "flags2" },
+    ld(ARG0 + 16),
+    { insn: [JSET_K, "refuse", "allow", MSG_FASTOPEN] },
+    { label: "allow" },
+    ret(RET_ALLOW),
+    { label: "refuse" },
+    ret(RET_ERRNO | EPERM),
+    { label: "kill" },
+    ret(RET_KILL_PROCESS),
+  ]);
 }
 
 let written: string | undefined;

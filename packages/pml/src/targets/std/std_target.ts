@@ -13,6 +13,7 @@ import {
 } from "../../sandbox/os_sandbox.ts";
 import { guardedPathHit, guardedPaths } from "../../config/control_files.ts";
 import { missingGuarded, settleCreatedGuarded } from "./created_guarded.ts";
+import { type GuardedSnapshot, restoreGuarded, snapshotGuarded } from "./kept_guarded.ts";
 import { pmlHomes, type PolicyInput, sandboxPolicy } from "../../sandbox/policy.ts";
 import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
@@ -343,6 +344,8 @@ export class StdTarget implements Target {
       await Deno.mkdir(join(this.#config.workspace, ".pml"), { recursive: true }).catch(() => {});
     }
     const missingGuarded = meta.access === "run" ? this.#missingGuardedFiles() : [];
+    // Behind Landlock the existing ones cannot be bound read-only: kept, and put back after.
+    const kept = meta.access === "run" ? this.#keptGuardedFiles() : undefined;
     const proc = this.#pool.get(this.specFor(meta.access));
     try {
       const value = await proc.call(
@@ -356,7 +359,8 @@ export class StdTarget implements Target {
         // What the command detached from its group (`setsid`) ends with the command too.
         if (meta.access === "run") await proc.killStrays();
       });
-      const created = await this.#settleCreatedGuardedFiles(call.toolId, missingGuarded);
+      const created = await this.#settleCreatedGuardedFiles(call.toolId, missingGuarded) +
+        (kept ? await this.#restoreGuardedFiles(call.toolId, kept) : "");
       const result = toCallToolResult(value);
       if (!unconfinedNote && !created) return result;
       return {
@@ -398,6 +402,31 @@ export class StdTarget implements Target {
 
   #osSandbox(): OsSandboxStatus {
     return this.#osStatus ??= this.#detectOs();
+  }
+
+  /** Behind the Landlock wall: the guarded files that exist, as they are now. */
+  #keptGuardedFiles(): GuardedSnapshot | undefined {
+    const os = this.#osSandbox();
+    if (!os.available || "bwrap" in os) return undefined;
+    const { workspace, sandbox } = this.#config;
+    return snapshotGuarded(guardedPaths([workspace, ...sandbox.write]));
+  }
+
+  /** Puts back the guarded files a command changed (Landlock), audits it, says so. */
+  async #restoreGuardedFiles(toolId: string, kept: GuardedSnapshot): Promise<string> {
+    const restored = restoreGuarded(kept);
+    const { workspace, sandbox } = this.#config;
+    for (const path of restored) {
+      const hit = guardedPathHit(path, [workspace, ...sandbox.write]);
+      await this.#audit.write(
+        hit?.kind === "protected" ? "protected_file_blocked" : "control_file_blocked",
+        { tool: toolId, path, action: "changed by the command; restored" },
+      );
+    }
+    return restored.length
+      ? `[pml: restored ${restored.map((p) => `"${p}"`).join(", ")}: control files and files ` +
+        `your tools run later are not for tools to change]\n`
+      : "";
   }
 
   /** Guarded files that do not exist yet: a bind cannot protect them, so they are watched. */

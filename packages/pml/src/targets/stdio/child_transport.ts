@@ -1,7 +1,7 @@
 import type { JSONRPCMessage } from "../../sdk/types.ts";
 import { printable } from "../../sandbox/printable.ts";
 import type { LaunchSpec } from "../../deps/launch.ts";
-import { killWithChildren } from "../../procfs.ts";
+import { killTree, killWithChildren } from "../../procfs.ts";
 import { forEachLine } from "../../sandbox/_lines.ts";
 import { NetProxy } from "../../sandbox/net_proxy.ts";
 import { createGroup, joinThenRun } from "../../sandbox/cgroup.ts";
@@ -69,7 +69,11 @@ export class ChildTransport implements Transport {
   start(): Promise<void> {
     const { command, args, env, cwd, netProxy } = this.spec;
     // The sandbox's only way to the network (its granted hosts), outside it, for its lifetime.
-    const proxy = netProxy && new NetProxy(netProxy.grants, { dir: netProxy.dir });
+    const proxy = netProxy &&
+      new NetProxy(netProxy.grants, { dir: netProxy.dir, tcp: netProxy.tcp });
+    // Behind Landlock, its home, temp folder and Deno cache: made now, removed at its end.
+    const own = this.spec.landlock?.privateDir;
+    if (own) makePrivateDir(own);
     // Its tasks and memory, where a control group can hold them (`cgroup.ts`).
     const group = this.spec.group && createGroup(this.spec.group);
     const [program, ...argv] = group ? joinThenRun(group, [command, ...args]) : [command, ...args];
@@ -87,6 +91,7 @@ export class ChildTransport implements Transport {
     } catch (err) {
       proxy?.close();
       void group?.remove();
+      if (own) removeQuietly(own);
       throw err;
     }
     this.#writer = this.#child.stdin.getWriter();
@@ -96,6 +101,7 @@ export class ChildTransport implements Transport {
     this.#exited = this.#child.status.then(async (status) => {
       this.#killGroup("SIGKILL", { reaped: true }); // leftovers of the group (grandchildren)
       proxy?.close();
+      if (own) removeQuietly(own);
       await group?.remove();
       this.#exit = { code: status.code, signal: status.signal, requested: this.#stopping };
       this.onclose?.();
@@ -142,7 +148,8 @@ export class ChildTransport implements Transport {
     this.#writer?.close().catch(() => {});
     if (this.spec.osWall) {
       const pid = this.#child.pid;
-      const timer = setTimeout(() => this.#exit || killWithChildren(pid), graceMs);
+      const kill = this.spec.landlock ? killTree : killWithChildren;
+      const timer = setTimeout(() => this.#exit || kill(pid), graceMs);
       await this.exited;
       clearTimeout(timer);
       return;
@@ -160,7 +167,9 @@ export class ChildTransport implements Transport {
     // Inside bubblewrap the sandbox's init runs in a session of its own: killed with its parent
     // (only while that parent is not reaped: its pid could be another process's after).
     if (signal === "SIGKILL" && this.spec.osWall && !opts.reaped && !this.#exit) {
-      killWithChildren(pid);
+      // Behind Landlock there is no pid namespace: the init's whole tree.
+      if (this.spec.landlock) killTree(pid);
+      else killWithChildren(pid);
     }
     try {
       Deno.kill(-pid, signal);
@@ -216,4 +225,20 @@ export class NotDeliveredError extends Error {
     super(message, options);
     this.name = "NotDeliveredError";
   }
+}
+
+/** The private folder of a Landlock sandbox (`home`, `tmp`, `deno`), only its user's. */
+function makePrivateDir(dir: string): void {
+  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const info = Deno.lstatSync(dir);
+  if (!info.isDirectory || info.uid !== Deno.uid() || (info.mode! & 0o077) !== 0) {
+    throw new Error(`Cannot use "${dir}" as a sandbox's private folder: not this user's alone`);
+  }
+  for (const sub of ["home", "tmp", "deno"]) Deno.mkdirSync(`${dir}/${sub}`, { recursive: true });
+}
+
+function removeQuietly(dir: string): void {
+  try {
+    Deno.removeSync(dir, { recursive: true });
+  } catch { /* already gone */ }
 }
