@@ -365,3 +365,29 @@ Deno.test("e2e cloud: a pml started while the cloud is down lists the cloud tool
   ) as Error;
   assertStringIncludes(err.message, 'Unknown tool "math__nosuch"');
 });
+
+Deno.test("e2e cloud: arguments a tool cannot take are INVALID_ARGUMENTS wherever it runs (a cloud math:sum, a local read), as a result and inside pml:execute", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem", "math"], ask: [], deny: [] },
+  });
+  await using client = await connectStdio(ws, { env: cloudEnv(cloud) });
+  const codeOf = (r: unknown) =>
+    ((r as { structuredContent?: { code?: string } }).structuredContent ?? {}).code;
+  const remote = await client.callTool({ name: "math:sum", arguments: { numbers: "x" } });
+  assertEquals(cloud.calls().at(-1)?.tool?.replace("__", ":"), "math:sum", "it ran on the cloud");
+  const local = await client.callTool({
+    name: "filesystem:read_file",
+    arguments: { path: 5 },
+  });
+  assert(remote.isError && local.isError, text(remote) + text(local));
+  assertEquals(codeOf(local), "INVALID_ARGUMENTS", text(local));
+  assertEquals(codeOf(remote), "INVALID_ARGUMENTS", text(remote));
+  assertStringIncludes(text(remote), 'Invalid arguments for \\"math:sum\\"');
+  const inCode = await client.callTool({
+    name: "pml:execute",
+    arguments: { code: 'return await mcp.math.sum({ numbers: "x" });' },
+  });
+  assertEquals(codeOf(inCode), "INVALID_ARGUMENTS", text(inCode));
+});

@@ -124,6 +124,11 @@ Deno.test("failures are isError results with a code: bad arguments, unknown and 
     const bad = await call("json__parse", { text: "{nope" });
     assert.equal(bad.isError, true);
     assert.match(bad.structuredContent.message, /"json:parse" failed: Cannot parse JSON/);
+    // Arguments the tool cannot take: the code the package gives a local tool's (issue 41 item 15).
+    const args = await call("math__sum", { numbers: "x" });
+    assert.equal(args.isError, true);
+    assert.equal(args.structuredContent.code, "INVALID_ARGUMENTS");
+    assert.match(args.structuredContent.message, /^Invalid arguments for "math:sum": Argument/);
     const unknown = await call("nope__nothing", {});
     assert.equal(unknown.structuredContent.code, "UNKNOWN_TOOL");
     const client = await call("filesystem:read_file", { path: "/etc/passwd" });

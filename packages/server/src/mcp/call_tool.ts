@@ -67,6 +67,15 @@ export async function callTool(
     const mcp = nestedCalls(context, depth + 1);
     return valueResult(await tool.run!(args, { mcp }));
   } catch (error) {
+    // The std modules check their arguments and throw a TypeError naming the bad one: the same
+    // code and words as the package gives for a local tool (`invalidArguments`), wherever it runs.
+    if (error instanceof TypeError) {
+      const message = redact(
+        `Invalid arguments for "${tool.id}": ${error.message}`,
+        context.keys,
+      );
+      return errorResult("INVALID_ARGUMENTS", message, { tool: tool.id });
+    }
     const message = redact(
       `"${tool.id}" failed: ${(error as Error)?.message ?? error}`,
       context.keys,
