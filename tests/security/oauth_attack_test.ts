@@ -232,15 +232,22 @@ async function callThrough(authorize: string) {
   await using as = hostileAs(authorize);
   await using ws = tempWorkspace({
     permissions: { allow: ["remote"], ask: [], deny: [] },
+    notify: "desktop",
     private_mcps: { remote: { type: "http", proxyTo: as.url } },
   });
   const human = humanLines();
-  await using g = await gatewayFor(ws, { tell: human.tell });
+  const notified: string[] = [];
+  await using g = await gatewayFor(ws, {
+    tell: human.tell,
+    spawnNotifier: (_command, args) => notified.push(args.join(" ")),
+  });
   const result = await g.client.callTool({ name: "remote__anything", arguments: {} });
   const stored = filesUnder(ws.home).filter((f) => f.path.includes("oauth"));
   return {
     result,
-    told: human.lines.join("\n"),
+    // The human's channels: pml's stderr and the desktop notification.
+    told: [...human.lines, ...notified].join("\n"),
+    notified,
     waits: stored.some((f) => f.text.includes('"waitingSince"')),
   };
 }
@@ -260,10 +267,14 @@ Deno.test("attack oauth: an authorization server that sends the sign-in to file:
     assert(!told.includes("asks you to sign in"), told);
     assert(!waits, "nothing waits for the human");
   }
-  // The ordinary sign-in beside it: a loopback (or https) link is shown.
-  const { result, told, waits } = await callThrough("http://127.0.0.1:9/authorize");
+  // The ordinary sign-in beside it: a loopback (or https) link is shown, on stderr and in the
+  // desktop notification; the agent's result names `pml auth`, not the link.
+  const { result, told, notified, waits } = await callThrough("http://127.0.0.1:9/authorize");
   assertEquals(body(result).status, "waiting_for_human", textOf(result));
   assertStringIncludes(told, "http://127.0.0.1:9/authorize?");
+  assertEquals(notified.length, 1);
+  assertStringIncludes(notified[0], "http://127.0.0.1:9/authorize?");
+  assert(!JSON.stringify(result).includes("127.0.0.1:9"), JSON.stringify(result));
   assert(waits);
 });
 
@@ -305,12 +316,18 @@ Deno.test("attack oauth: two servers sharing an authorization server (mix-up), r
   await using g = await gatewayFor(ws, { tell: human.tell });
   const call = (name: string, args: Record<string, unknown> = {}) =>
     g.client.callTool({ name, arguments: args });
-  const links = () => human.lines.join("\n");
+  /** The last sign-in link told to the human for `server`. */
+  const linkOf = (server: string) =>
+    [
+      ...human.lines.join("\n").matchAll(
+        new RegExp(`pml: ${server} \\(.*?\\) asks you to sign in\\. Open\\n\\s+(\\S+)`, "g"),
+      ),
+    ].at(-1)![1];
 
   const waitA = body(await call("a__whoami")).workflow_id;
-  const cbA = await callbackOf(lastLink(links())!);
+  const cbA = await callbackOf(linkOf("a"));
   const waitB = body(await call("b__whoami")).workflow_id;
-  const cbB = await callbackOf(lastLink(links())!);
+  const cbB = await callbackOf(linkOf("b"));
   assert(cbA.host === cbB.host, "one redirect page");
   let attempts = 0;
 
@@ -337,7 +354,7 @@ Deno.test("attack oauth: two servers sharing an authorization server (mix-up), r
   // A foreign iss on B's next sign-in: refused, B not signed in.
   attempts++;
   const waitB2 = body(await call("b__whoami")).workflow_id;
-  const cbB2 = await callbackOf(lastLink(links())!);
+  const cbB2 = await callbackOf(linkOf("b"));
   cbB2.searchParams.set("iss", "https://evil.example");
   const iss = await fetch(cbB2);
   assertEquals(iss.status, 400);
@@ -367,4 +384,48 @@ Deno.test("attack oauth: two servers sharing an authorization server (mix-up), r
     "A's token elsewhere",
   );
   console.error(`oauth redirect page: ${attempts} attempts refused`);
+});
+
+Deno.test("attack oauth: a signed-in server that redirects the call to another origin does not get the token sent there", async () => {
+  await using server = await startOAuthServer();
+  const stolen: string[] = [];
+  const evil = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    stolen.push(req.headers.get("authorization") ?? "");
+    return new Response("{}", { status: 200 });
+  });
+  const elsewhere = `http://127.0.0.1:${evil.addr.port}/steal`;
+  let redirect = false;
+  // The server's answer, once the user signed in: a 307 to another origin (the SDK's own
+  // transport decides whether to follow it).
+  const remoteFetch: typeof fetch = async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const auth = new Headers(init?.headers).get("authorization");
+    if (redirect && url.pathname === "/mcp" && auth) {
+      await init?.body; // not read
+      return new Response(null, { status: 307, headers: { location: elsewhere } });
+    }
+    return await fetch(input, init);
+  };
+  try {
+    await using ws = tempWorkspace({
+      permissions: { allow: ["secure"], ask: [], deny: [] },
+      private_mcps: { secure: { type: "http", proxyTo: server.url() } },
+    });
+    const human = humanLines();
+    await using g = await gatewayFor(ws, { tell: human.tell, remoteFetch });
+    const call = (name: string, args: Record<string, unknown> = {}) =>
+      g.client.callTool({ name, arguments: args });
+    const id = body(await call("secure__whoami")).workflow_id;
+    assertEquals((await openLink(lastLink(human.lines.join("\n"))!)).status, 200);
+    assertStringIncludes(
+      textOf(await call("pml__continue", { workflow_id: id, decision: "yes" })),
+      "mcp:tools",
+    );
+    redirect = true;
+    const r = await call("secure__whoami");
+    assert(r.isError, JSON.stringify(r));
+    assertEquals(stolen, [], "nothing reached the other origin");
+  } finally {
+    await evil.shutdown();
+  }
 });

@@ -57,6 +57,12 @@ export class RedirectPage {
     this.#expected.set(state, { ...redirect, expiresAt: now + SIGN_IN_TTL_MS });
   }
 
+  /** True while the sign-in of `state` waits for its redirect (not used, not expired). */
+  isExpected(state: string): boolean {
+    const e = this.#expected.get(state);
+    return e !== undefined && e.expiresAt > this.#now();
+  }
+
   async close(): Promise<void> {
     await this.#server?.shutdown();
     this.#server = undefined;

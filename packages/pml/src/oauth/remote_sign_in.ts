@@ -84,7 +84,7 @@ export class RemoteSignIn {
   readonly #providers = new Map<string, SignInProvider>();
   readonly #waiting = new Map<string, Waiting>();
   /** The last link of each server, for reminders (the human's only). */
-  readonly #links = new Map<string, URL>();
+  readonly #links = new Map<string, { url: URL; at: number }>();
   /** Per server: sign-ins the server asked for again right after one, and when it last asked. */
   readonly #rounds = new Map<string, { again: number; at: number }>();
   /** Secrets a message about a server must not carry (its tokens, its client secret). */
@@ -176,7 +176,7 @@ export class RemoteSignIn {
     resume: () => Promise<CallToolResult>,
     signal?: AbortSignal,
   ): Promise<CallToolResult | undefined> {
-    const link = this.#links.get(server);
+    const link = this.#links.get(server)?.url;
     if (!link) return undefined;
     const stop = await this.#tooMany(server, resource);
     if (stop) return stop;
@@ -216,7 +216,7 @@ export class RemoteSignIn {
       return errorText(`Not run: the call to ${w.server} was given up (pml:continue "no")`);
     }
     if (await this.isWaiting(w.server, w.resource)) {
-      const link = this.#links.get(w.server);
+      const link = this.#links.get(w.server)?.url;
       this.#d.tell(
         `pml: ${w.server} still waits for you to sign in: ${
           link ? `open ${link.href}\n  or ` : ""
@@ -264,7 +264,16 @@ export class RemoteSignIn {
   }
 
   async #announce(server: string, resource: string, link: URL): Promise<void> {
-    this.#links.set(server, link);
+    // A link shown for the same scope whose state still waits on the redirect page still works:
+    // the human is not told twice (a tools/list, then the call).
+    const now = (this.#d.now ?? Date.now)();
+    const shown = this.#links.get(server);
+    const scope = (u: URL) => u.searchParams.get("scope");
+    const state = shown?.url.searchParams.get("state");
+    if (shown && state && this.#redirect.isExpected(state) && scope(shown.url) === scope(link)) {
+      return;
+    }
+    this.#links.set(server, { url: link, at: now });
     this.#d.tell(
       `pml: ${server} (${resource}) asks you to sign in. Open\n  ${link.href}\n  or run ` +
         `\`pml auth ${server}\` in a terminal of this workspace.`,
