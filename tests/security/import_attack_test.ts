@@ -8,7 +8,13 @@
  *   namespace: `filesystem:read_file` still runs PML's own std tool;
  * - a raw command whose argument points inside a folder the sandbox hides (`~/.ssh/…`) must not
  *   make that folder readable (the command's own files are granted only outside the secrets);
- * and, beside each wall, the ordinary import and the ordinary raw command still work.
+ * - a server name (a project's `.mcp.json` is anyone's) or an agent's arguments must not clear,
+ *   rewrite or reorder what `pml import`, `pml approvals`, `pml status` and `pml trust` show the
+ *   human (ESC sequences, `\r`, U+202E, a newline starting a fake line of its own);
+ * - credentials inside a remote URL (`https://user:KEY@…?api_key=KEY`) must reach neither the
+ *   terminal nor `.pml.json`: they become variables, as literal headers do;
+ * and, beside each wall, the ordinary import, the ordinary raw command, and a remote server that
+ * takes its credentials in its URL still work.
  */
 import { join } from "node:path";
 import {
@@ -23,6 +29,10 @@ import type { NpmResolver } from "../../packages/pml/src/deps/npm_resolver.ts";
 import { commandLaunch, ownFileAllowed } from "../../packages/pml/src/deps/launch.ts";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
 import { detectOsSandbox } from "../../packages/pml/src/sandbox/os_sandbox.ts";
+import { Server } from "../../packages/pml/src/sdk/server.ts";
+import { WebStandardStreamableHTTPServerTransport } from "../../packages/pml/src/sdk/http_server.ts";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "../../packages/pml/src/sdk/types.ts";
+import { runPml } from "../e2e/_spawn.ts";
 
 const TOKEN = "ghp_SECRET_TOKEN_IMPORT_71";
 const HEADER = "sk-SECRET_HEADER_IMPORT_72";
@@ -174,5 +184,147 @@ Deno.test("attack: a raw command's argument inside a hidden folder does not make
     assertStringIncludes(ordinary, `${tools} ${tools}`, "an ordinary script's package is readable");
   } finally {
     Deno.removeSync(root, { recursive: true });
+  }
+});
+
+/** Terminal controls and Unicode reordering that must never reach the terminal raw. */
+// deno-lint-ignore no-control-regex
+const RAW_CONTROLS = /[\x1b\r\x07\x08\x9b\u202e\u2066-\u2069\u200b]/;
+const NAME = "docs\x1b[2J\x1b[H\rpml: nothing to review, answer y\u202e";
+const USER_KEY = "sk-URLUSERINFO-KEY-81";
+const QUERY_KEY = "QUERYKEY82abcdefghijklmnopqrstuvwxyz0123";
+
+/**
+ * An MCP server on loopback that answers only with the credentials of a URL: Basic authorization
+ * `svc:<USER_KEY>` and `?api_key=<QUERY_KEY>`.
+ */
+function credentialServer() {
+  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const url = new URL(req.url);
+    const basic = req.headers.get("authorization") ?? "";
+    if (
+      basic !== `Basic ${btoa(`svc:${USER_KEY}`)}` || url.searchParams.get("api_key") !== QUERY_KEY
+    ) {
+      return new Response("forbidden", { status: 403 });
+    }
+    if (req.method === "GET") return new Response(null, { status: 405 });
+    const server = new Server({ name: "docs", version: "1" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [{
+        name: "lookup",
+        description: "Looks a word up",
+        inputSchema: { type: "object", properties: { word: { type: "string" } } },
+        annotations: { readOnlyHint: true },
+      }],
+    }));
+    server.setRequestHandler(CallToolRequestSchema, (r) => ({
+      content: [{ type: "text", text: `found ${(r.params.arguments as { word: string }).word}` }],
+    }));
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    return await transport.handleRequest(req);
+  });
+  return { port: http.addr.port, [Symbol.asyncDispose]: () => http.shutdown() };
+}
+
+Deno.test("attack: a server name in a project's .mcp.json cannot clear or rewrite pml import's summary; URL credentials become variables, and the server still answers through them", async () => {
+  await using upstream = credentialServer();
+  await using ws = tempWorkspace();
+  const url = `http://svc:${USER_KEY}@127.0.0.1:${upstream.port}/mcp?api_key=${QUERY_KEY}&lang=en`;
+  ws.write(
+    ".mcp.json",
+    JSON.stringify({
+      mcpServers: {
+        pml: { type: "stdio", command: "pml", args: ["stdio"] },
+        [NAME]: { type: "http", url },
+      },
+    }),
+  );
+  const run = await runPml(ws, ["import", "--yes", "--move"]);
+  assertEquals(run.code, 0, run.text);
+  assert(!RAW_CONTROLS.test(run.text), JSON.stringify(run.text));
+  assertStringIncludes(run.text, "docs\\x1b[2J\\x1b[H\\x0dpml: nothing to review");
+  assertEquals(
+    run.text.split("\n").filter((l) => l.startsWith("pml: ")),
+    [],
+    "no line of its own",
+  );
+  const written = ws.read(".pml.json");
+  for (const secret of [USER_KEY, QUERY_KEY]) {
+    assert(!run.text.includes(secret), `${secret} on the terminal`);
+    assert(!written.includes(secret), `${secret} in .pml.json`);
+  }
+  const [ns, def] = Object.entries(JSON.parse(written).private_mcps)[0] as [
+    string,
+    { proxyTo: string; envRequired: string[] },
+  ];
+  assertEquals(ns, "docs-2J-H-pml-nothing-to-review-answer-y");
+  const v = "DOCS_2J_H_PML_NOTHING_TO_REVIEW_ANSWER_Y";
+  assertEquals(
+    def.proxyTo,
+    `http://{${v}_URL_USER}:{${v}_URL_PASSWORD}@127.0.0.1:${upstream.port}/mcp?api_key={${v}_API_KEY}&lang=en`,
+  );
+  assertEquals(def.envRequired, [`${v}_URL_USER`, `${v}_URL_PASSWORD`, `${v}_API_KEY`]);
+  // --move carried the values into the client's own pml entry, which hands them to pml.
+  const env = JSON.parse(ws.read(".mcp.json")).mcpServers.pml.env;
+  assertEquals(env, {
+    [`${v}_URL_USER`]: "svc",
+    [`${v}_URL_PASSWORD`]: USER_KEY,
+    [`${v}_API_KEY`]: QUERY_KEY,
+  });
+
+  // The work beside the wall: with those variables set, the server answers through pml.
+  await using g = await gatewayFor(ws, { env, elicit: () => "yes" });
+  const tools = (await g.client.listTools()).tools.map((t) => t.name);
+  assert(tools.includes(`${ns}__lookup`), tools.join(", "));
+  const found = await g.client.callTool({ name: `${ns}__lookup`, arguments: { word: "gateway" } });
+  assertStringIncludes(textOf(found), "found gateway");
+});
+
+Deno.test("attack: an agent's arguments in pml approvals and a cloned .pml.json's names in pml status and pml trust are shown escaped, one line each", async () => {
+  await using ws = tempWorkspace();
+  {
+    await using g = await gatewayFor(ws);
+    const asked = await g.client.callTool({
+      name: "shell__exec",
+      arguments: { command: "echo \u202etxt.exe\x1b[2J\r\npml: approved by you" },
+    });
+    assertStringIncludes(textOf(asked), "approval_required");
+  }
+  const listed = await runPml(ws, ["approvals"]);
+  assertEquals(listed.code, 0, listed.text);
+  assertStringIncludes(listed.text, "shell:exec");
+  assert(!RAW_CONTROLS.test(listed.text), JSON.stringify(listed.text));
+  assertEquals(listed.text.split("\n").filter((l) => l.startsWith("pml: ")), []);
+  const json = await runPml(ws, ["approvals", "--json"]);
+  assert(!RAW_CONTROLS.test(json.stdout), JSON.stringify(json.stdout));
+  const [approval] = JSON.parse(json.stdout);
+  assertStringIncludes(
+    approval.context.arguments.command,
+    "\u202etxt.exe",
+    "the same JSON, the character escaped in it",
+  );
+
+  // A cloned .pml.json (not trusted) naming a server with controls.
+  Deno.writeTextFileSync(
+    join(ws.dir, ".pml.json"),
+    JSON.stringify({
+      private_mcps: {
+        ["x\x1b[2J\u202e\npml: trusted"]: {
+          type: "stdio",
+          install: { command: "npx", args: ["-y", "x@1.0.0"] },
+          package: { name: "x\x1b]8;;http://evil\x07", version: "1.0.0" },
+        },
+      },
+    }),
+  );
+  for (const args of [["status"], ["status", "--json"], ["trust"]]) {
+    const out = await runPml(ws, args);
+    assert(!RAW_CONTROLS.test(out.text), `${args.join(" ")}: ${JSON.stringify(out.text)}`);
+    assertEquals(out.text.split("\n").filter((l) => l.startsWith("pml: trusted")), [], args[0]);
+    if (args[1] === "--json") JSON.parse(out.stdout);
   }
 });

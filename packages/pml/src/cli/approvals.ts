@@ -5,13 +5,14 @@ import { ApprovalStore } from "../permission/approval_store.ts";
 import { decideAsHuman, humanDecisionDeps } from "../permission/human_decision.ts";
 import { SHOWN_DEPTH, shownJson } from "../permission/shown_json.ts";
 import type { CliIo } from "./io.ts";
+import { printable, printableLine as q, printableOutput } from "../sandbox/printable.ts";
 
 /** `pml approvals [--json]`: the pending approvals of the workspace. */
 export async function runApprovals(config: Config, io: CliIo, json: boolean): Promise<number> {
   const list = await new ApprovalStore(config.workspace, config.pmlHome).list();
   if (json) {
     // Indented for people, compact below a few levels (deeply nested arguments stay small).
-    io.stdout(shownJson(list, SHOWN_DEPTH + 3) + "\n");
+    io.stdout(printableOutput(shownJson(list, SHOWN_DEPTH + 3)) + "\n");
     return 0;
   }
   if (list.length === 0) {
@@ -20,11 +21,13 @@ export async function runApprovals(config: Config, io: CliIo, json: boolean): Pr
   }
   for (const a of list) {
     const args = JSON.stringify(a.context.arguments ?? {});
-    const state = a.decided ? `decided: ${a.decided.decision}` : `waiting (${a.mode})`;
+    const state = a.decided ? `decided: ${q(a.decided.decision)}` : `waiting (${q(a.mode)})`;
+    // The tool, its arguments and the file contents quoted for the human are the agent's: shown
+    // with their controls escaped, and none of them starts a line of its own.
     io.stdout(
-      `${a.id}  ${String(a.context.tool ?? a.type)}  ${state}\n  ${a.description}\n${
-        a.forHuman ? `  ${a.forHuman.description.replaceAll("\n", "\n  ")}\n` : ""
-      }  arguments: ${args.length > 300 ? args.slice(0, 300) + "…" : args}\n`,
+      `${q(a.id)}  ${q(String(a.context.tool ?? a.type))}  ${state}\n  ${q(a.description)}\n${
+        a.forHuman ? `  ${printable(a.forHuman.description).replaceAll("\n", "\n  ")}\n` : ""
+      }  arguments: ${q(args.length > 300 ? args.slice(0, 300) + "…" : args)}\n`,
     );
   }
   return 0;
@@ -55,15 +58,15 @@ export async function runDecide(
   for (const id of ids) {
     try {
       const { approval, allowed } = await decideAsHuman(deps, id, opts.decision, "cli");
-      const what = String(approval.context.tool ?? approval.type);
+      const what = q(String(approval.context.tool ?? approval.type));
       const always = opts.decision !== "always"
         ? ""
         : allowed
-        ? `; "${allowed}" added to permissions.allow in .pml.json`
+        ? `; "${q(allowed)}" added to permissions.allow in .pml.json`
         : `; "always" adds nothing to permissions.allow for this approval (${approval.type}): ` +
           `it counts as yes`;
       io.stdout(
-        `${id}: ${opts.decision} (${what})${always}; the agent's pml:continue with this id ` +
+        `${q(id)}: ${opts.decision} (${what})${always}; the agent's pml:continue with this id ` +
           `gets the result\n`,
       );
     } catch (err) {

@@ -17,6 +17,7 @@ import { SignInStore, summary } from "../oauth/sign_in_store.ts";
 import { loadClientAuth } from "../sdk/load_http_client.ts";
 import { spawnDetached } from "../spawn_detached.ts";
 import type { CliIo } from "./io.ts";
+import { printableLine as q } from "../sandbox/printable.ts";
 
 /** Options of {@link runAuth}; the defaults are the real ones. */
 export interface AuthOptions {
@@ -148,7 +149,7 @@ export async function runAuthList(config: Config, io: CliIo, json: boolean): Pro
     const waiting = s.waitingSince
       ? `; waits for you to sign in since ${new Date(s.waitingSince).toISOString()}`
       : "";
-    io.stdout(`${s.server}  ${s.resource}  ${state}${waiting}\n`);
+    io.stdout(`${q(s.server)}  ${q(s.resource)}  ${q(state)}${waiting}\n`);
   }
   return 0;
 }

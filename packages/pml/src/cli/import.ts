@@ -31,6 +31,7 @@ import { planMove } from "../import/move_plan.ts";
 import { type ImportedServer, signInNote } from "../import/to_private_mcp.ts";
 import { STD_MODULES } from "../targets/std/std_target.ts";
 import type { CliIo } from "./io.ts";
+import { printable, printableLine as q } from "../sandbox/printable.ts";
 
 /** Options of `pml import`. */
 export interface ImportOptions {
@@ -65,19 +66,21 @@ export const pinServers: Pinner = async (servers, io) => {
     for (const s of stdio) {
       io.stdout(`Setting up ${s.name}…\n`);
       try {
-        const tools = await target.pinServer(s.name, (m) => m && io.stdout(`  ${m}\n`));
+        const tools = await target.pinServer(s.name, (m) => m && io.stdout(`  ${printable(m)}\n`));
         io.stdout(
           `  ${tools.length} tool(s) pinned in .pml/mcp.lock: ${
-            tools.map((t) => t.name).join(", ")
+            tools.map((t) => q(t.name)).join(", ")
           }\n`,
         );
-        const reads = tools.filter(onlyReads).map((t) => t.name);
+        const reads = tools.filter(onlyReads).map((t) => q(t.name));
         if (reads.length) {
           io.stdout(`  read-only by their pinned definition (readOnlyHint): ${reads.join(", ")}\n`);
         }
       } catch (err) {
         ok = false;
-        io.stdout(`  not set up: ${errorMessage(err)}\n  (it is set up on first use instead)\n`);
+        io.stdout(
+          `  not set up: ${printable(errorMessage(err))}\n  (it is set up on first use instead)\n`,
+        );
       }
     }
   } finally {
@@ -127,30 +130,34 @@ export function describeServer(s: ImportedServer, where: string): string {
     headers?: Record<string, string>;
     permissions?: { read?: string[]; write?: string[] };
   };
-  const lines = [`${s.name}  (from ${where}, "${s.entry.name}")`];
+  const lines = [`${s.name}  (from ${q(where)}, "${q(s.entry.name)}")`];
   if (s.kind === "npm" && s.package) {
     lines.push(
-      `  kind:     npm package, pinned: ${s.package.name}@${s.package.version} (${
-        s.package.integrity ? `${s.package.integrity.slice(0, 23)}…` : "NO integrity pinned"
+      `  kind:     npm package, pinned: ${q(s.package.name)}@${q(s.package.version)} (${
+        s.package.integrity ? `${q(s.package.integrity.slice(0, 23))}…` : "NO integrity pinned"
       })`,
       `  runs:     under Deno in the OS sandbox; network only while PML installs it`,
     );
   } else if (s.kind === "command") {
     lines.push(`  kind:     raw command, runs in the OS sandbox (nothing pinned but the command)`);
   } else {
-    lines.push(`  kind:     remote ${mcp.transport} server, proxied by pml: ${mcp.proxyTo}`);
+    lines.push(
+      `  kind:     remote ${q(String(mcp.transport))} server, proxied by pml: ${
+        q(String(mcp.proxyTo))
+      }`,
+    );
   }
   if (mcp.install) {
-    lines.push(`  command:  ${[mcp.install.command, ...mcp.install.args].join(" ")}`);
+    lines.push(`  command:  ${[mcp.install.command, ...mcp.install.args].map(q).join(" ")}`);
   }
-  if (mcp.headers) lines.push(`  headers:  ${Object.keys(mcp.headers).join(", ")}`);
-  if (s.envNames.length) lines.push(`  env:      ${s.envNames.join(", ")} (names only)`);
+  if (mcp.headers) lines.push(`  headers:  ${Object.keys(mcp.headers).map(q).join(", ")}`);
+  if (s.envNames.length) lines.push(`  env:      ${s.envNames.map(q).join(", ")} (names only)`);
   const grants = [
-    ...(mcp.permissions?.read ?? []).map((p) => `reads ${p}`),
-    ...(mcp.permissions?.write ?? []).map((p) => `writes ${p}`),
+    ...(mcp.permissions?.read ?? []).map((p) => `reads ${q(p)}`),
+    ...(mcp.permissions?.write ?? []).map((p) => `writes ${q(p)}`),
   ];
   if (grants.length) lines.push(`  grants:   ${grants.join(", ")}`);
-  for (const n of s.notes) lines.push(`  note:     ${n}`);
+  for (const n of s.notes) lines.push(`  note:     ${q(n)}`);
   return lines.join("\n");
 }
 
@@ -170,18 +177,22 @@ async function moveServers(
   for (const { file, removals, servers } of moves) {
     const { envMoved } = await removeFromClientFile(file, removals);
     io.stdout(
-      `Removed ${servers.map((s) => `"${s.entry.name}"`).join(", ")} from ${file.path} ` +
-        `(the previous file is ${file.path}.backup)\n`,
+      `Removed ${servers.map((s) => `"${q(s.entry.name)}"`).join(", ")} from ${q(file.path)} ` +
+        `(the previous file is ${q(file.path)}.backup)\n`,
     );
     const values = servers.flatMap((s) => Object.keys(s.values));
     if (envMoved.size) {
-      io.stdout(`Moved their variables (${[...envMoved].join(", ")}) into its "pml" entry's env\n`);
+      io.stdout(
+        `Moved their variables (${[...envMoved].map(q).join(", ")}) into its "pml" entry's env\n`,
+      );
     }
     for (const k of values) if (!envMoved.has(k)) unset.add(k);
   }
   for (const [path, servers] of left) {
     io.stdout(
-      `Left ${servers.map((s) => `"${s.entry.name}"`).join(", ")} in ${shortPath(path, ctx)}: ` +
+      `Left ${servers.map((s) => `"${q(s.entry.name)}"`).join(", ")} in ${
+        q(shortPath(path, ctx))
+      }: ` +
         `your user-level configuration, which your other projects read too (the client still ` +
         `runs them itself as well); \`pml import --move-user\` removes them from it, and those ` +
         `projects then lose them\n`,
@@ -210,13 +221,13 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
     reserved: RESERVED,
   });
   for (const { entry, reason } of found.skipped.slice(0, SHOWN_SKIPPED)) {
-    io.stdout(`Skipped "${entry.name}" (${shortPath(entry.file, ctx)}): ${reason}\n`);
+    io.stdout(`Skipped "${q(entry.name)}" (${q(shortPath(entry.file, ctx))}): ${q(reason)}\n`);
   }
   if (found.skipped.length > SHOWN_SKIPPED) {
     io.stdout(`… and ${found.skipped.length - SHOWN_SKIPPED} more left aside\n`);
   }
   for (const m of found.missing) {
-    io.stdout(`Note: the server.json leaves ${m} open; add it to the entry in ${CONFIG_FILE}\n`);
+    io.stdout(`Note: the server.json leaves ${q(m)} open; add it to the entry in ${CONFIG_FILE}\n`);
   }
   if (!found.servers.length) {
     io.stdout("No MCP server to import.\n");
@@ -272,7 +283,7 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
   if (needed.size) {
     io.stdout(
       `Set ${
-        [...needed].join(", ")
+        [...needed].map(q).join(", ")
       } in the environment pml runs in (the "env" of its entry in your ` +
         `client's configuration); ${CONFIG_FILE} keeps only their names\n`,
     );

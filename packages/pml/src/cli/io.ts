@@ -1,3 +1,5 @@
+import { printableOutput } from "../sandbox/printable.ts";
+
 /** The outside world of a CLI command, injectable for tests. */
 export interface CliIo {
   readonly env: Readonly<Record<string, string>>;
@@ -8,6 +10,23 @@ export interface CliIo {
   /** Asks a question on the terminal; `undefined` when there is no terminal. */
   readonly prompt?: (question: string) => Promise<string | null>;
   readonly isTerminal: boolean;
+}
+
+/**
+ * `io` whose stdout, stderr and questions show terminal and Unicode controls as escapes
+ * ({@link printableOutput}): whatever a command prints of a client's file, a `.pml.json`, an
+ * agent's arguments or a server's answer can neither clear the screen nor rewrite a line (`--json`
+ * outputs stay the same JSON). Fields of one line are escaped where they are printed
+ * (`printableLine`), so they cannot start a line of their own either.
+ */
+export function terminalSafe(io: CliIo): CliIo {
+  const prompt = io.prompt;
+  return {
+    ...io,
+    stdout: (t) => io.stdout(printableOutput(t)),
+    stderr: (t) => io.stderr(printableOutput(t)),
+    prompt: prompt && ((q) => prompt(printableOutput(q))),
+  };
 }
 
 /** The real process I/O. */

@@ -8,7 +8,7 @@ import { serveServerOverStdio, serveStdio } from "../ingress/stdio.ts";
 import { createConfigErrorServer } from "../gateway/config_error_server.ts";
 import { CLIENTS, parseClients } from "./client_configs.ts";
 import type { ImportClient } from "../import/client_files.ts";
-import type { CliIo } from "./io.ts";
+import { type CliIo, terminalSafe } from "./io.ts";
 import { withStopSignal } from "./stop_signal.ts";
 
 // The modules of every command but `stdio` are imported when that command runs: `pml stdio` is
@@ -76,7 +76,9 @@ function asksHelp(args: readonly string[]): boolean {
 }
 
 /** Runs the CLI; the only place that turns errors into exit codes. */
-export async function runCli(argv: string[], io: CliIo, launcher = "pml"): Promise<number> {
+export async function runCli(argv: string[], given: CliIo, launcher = "pml"): Promise<number> {
+  // Every command's terminal output, errors included, shows controls as escapes (issue 37.8).
+  const io = terminalSafe(given);
   const [command, ...rest] = argv;
   if (command !== undefined && Object.hasOwn(USAGE, command) && asksHelp(rest)) {
     io.stdout(

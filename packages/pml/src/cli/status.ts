@@ -3,6 +3,7 @@ import { unpinnedWarning } from "../deps/metadata.ts";
 import { checkPermission } from "../permission/patterns.ts";
 import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
+import { printableLine as q } from "../sandbox/printable.ts";
 import {
   detectOsSandbox,
   type OsPolicy,
@@ -55,23 +56,26 @@ export function runStatus(io: CliIo, opts: { json: boolean }): number {
     `config      ${status.config}`,
     `trust       ${trustLine(config)}`,
     `cloud       ${status.cloudUrl}: ${status.cloudMode}`,
-    `allow       ${config.permissions.allow.join(", ") || "-"}`,
-    `ask         ${config.permissions.ask.join(", ") || "-"}`,
-    `deny        ${config.permissions.deny.join(", ") || "-"}`,
+    `allow       ${q(config.permissions.allow.join(", ")) || "-"}`,
+    `ask         ${q(config.permissions.ask.join(", ")) || "-"}`,
+    `deny        ${q(config.permissions.deny.join(", ")) || "-"}`,
     `sandbox     ${status.osSandbox}`,
     `shell       ${policyLine(status.shellPolicy)}`,
     `lockfile    ${status.lockfile.path}${
       status.lockfile.error ? `: ${status.lockfile.error}` : ""
     }`,
+    // Names and pins come from .pml.json and the lockfile: one line each, controls escaped.
     ...status.lockfile.rows.map((r) =>
-      `  ${r.fqdn}  ${r.type}  ${r.integrity}  ${r.state}${r.pins ? `  (${r.pins})` : ""}`
+      `  ${q(r.fqdn)}  ${q(r.type)}  ${q(r.integrity)}  ${q(r.state)}${
+        r.pins ? `  (${q(r.pins)})` : ""
+      }`
     ),
     ...status.signIn.map((w) =>
-      `sign-in     ${w.server} waits for its user to sign in since ${
+      `sign-in     ${q(w.server)} waits for its user to sign in since ${
         new Date(w.since).toISOString()
-      }: run \`pml auth ${w.server}\``
+      }: run \`pml auth ${q(w.server)}\``
     ),
-    ...status.warnings.map((w) => `!!! ${w}`),
+    ...status.warnings.map((w) => `!!! ${q(w)}`),
   ];
   io.stdout(lines.join("\n") + "\n");
   return 0;
@@ -130,6 +134,6 @@ function trustLine(config: Config): string {
     case "trusted":
       return `trusted by a human (${config.trust.widens.length} widening entries)`;
     case "untrusted":
-      return `NOT TRUSTED: ${trustNotice(config)}`;
+      return `NOT TRUSTED: ${q(trustNotice(config) ?? "")}`;
   }
 }

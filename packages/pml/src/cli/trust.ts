@@ -10,6 +10,7 @@ import { loadConfig } from "../config/config.ts";
 import { readTrusted, trustHash, untrustWorkspace } from "../config/trust_store.ts";
 import { PmlError } from "../errors.ts";
 import type { CliIo } from "./io.ts";
+import { printableLine } from "../sandbox/printable.ts";
 
 /** `pml trust [--yes]`: trusts the current content of `.pml.json`. Returns the exit code. */
 export async function runTrust(io: CliIo, opts: { yes: boolean }): Promise<number> {
@@ -30,7 +31,8 @@ export async function runTrust(io: CliIo, opts: { yes: boolean }): Promise<numbe
   }
   io.stdout(
     `${config.configPath} (sha256 ${trust.hash}) widens PML beyond its built-in defaults:\n` +
-      trust.widens.map((w) => `  - ${w}\n`).join("") +
+      // Each line quotes the file (untrusted until this answer): one line each, controls escaped.
+      trust.widens.map((w) => `  - ${printableLine(w)}\n`).join("") +
       `Until you trust it, PML applies only its deny and ask entries.\n`,
   );
   if (!opts.yes) {

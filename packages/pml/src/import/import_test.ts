@@ -11,6 +11,7 @@ import { runImport } from "../cli/import.ts";
 import type { NpmResolver } from "../deps/npm_resolver.ts";
 import { PmlError } from "../errors.ts";
 import { withoutTomlTables } from "./client_files.ts";
+import { urlSecrets } from "./url_secrets.ts";
 
 const FIXTURES = join(import.meta.dirname!, "..", "..", "..", "..", "tests", "fixtures", "import");
 const INTEGRITY = "sha512-" + "A".repeat(86) + "==";
@@ -420,4 +421,29 @@ Deno.test("import from every client: a remote server with no token of its own is
     assert(!out.includes("pml auth keyed"), `${client}: the keyed server signs in with its header`);
     assertStringIncludes(out, "linear: each asks you to sign in on first use");
   }
+});
+
+Deno.test("urlSecrets: userinfo and key-like query values become variables; references stay theirs; the rest is kept", () => {
+  const none = () => undefined;
+  assertEquals(
+    urlSecrets("https://tok%40en@h.test/mcp?lang=en&access_token=abc#x", "api", none),
+    {
+      url: "https://{API_URL_USER}@h.test/mcp?lang=en&access_token={API_ACCESS_TOKEN}#x",
+      names: ["API_URL_USER", "API_ACCESS_TOKEN"],
+      values: { API_URL_USER: "tok@en", API_ACCESS_TOKEN: "abc" },
+    },
+  );
+  const keyShaped = urlSecrets(
+    "https://h.test/mcp?k=ghp_abc&id=a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7",
+    "s",
+    none,
+  );
+  assertEquals(keyShaped.url, "https://h.test/mcp?k={S_K}&id={S_ID}");
+  const ref = urlSecrets(
+    "https://h.test/mcp?api_key=${MY_KEY}",
+    "s",
+    (v) => v === "${MY_KEY}" ? "MY_KEY" : undefined,
+  );
+  assertEquals(ref, { url: "https://h.test/mcp?api_key={MY_KEY}", names: ["MY_KEY"], values: {} });
+  assertEquals(urlSecrets("https://h.test/mcp?page=2", "s", none).url, "https://h.test/mcp?page=2");
 });

@@ -157,7 +157,9 @@ export function serverJsonEntry(
 
 /** An environment variable name for a header (`X-Api-Key` → `X_API_KEY`). */
 export function envName(header: string): string {
-  return header.toUpperCase().replace(/[^A-Z0-9]+/g, "_").replace(/^_+|_+$/g, "");
+  // A variable name never starts with a digit (`{NAME}` and the shell both need a letter or _).
+  return header.toUpperCase().replace(/[^A-Z0-9]+/g, "_").replace(/^_+|_+$/g, "")
+    .replace(/^(?=[0-9])/, "_");
 }
 
 function renderArgs(args: readonly z.infer<typeof Argument>[], missing: string[]): string[] {

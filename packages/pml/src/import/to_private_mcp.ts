@@ -8,7 +8,8 @@
  * - any other command (`uvx`, `node path`, `python -m`, a binary) → a raw command, run in the OS
  *   sandbox with its own files readable;
  * - a `url` → a remote server (`type: "http"`) that `pml` proxies itself, Streamable HTTP or SSE,
- *   with headers taken from environment variables at call time (`{NAME}` in the header's value).
+ *   with headers taken from environment variables at call time (`{NAME}` in the header's value),
+ *   and so are credentials the URL held (`url_secrets.ts`).
  *
  * Values of environment variables and headers are never written: only their names
  * (`envRequired`). What the client gave the server by value is returned apart (`values`), for
@@ -21,6 +22,7 @@ import { type NpmResolver, splitPackageSpec } from "../deps/npm_resolver.ts";
 import { defaultNpmGrants, npxPackage, pathArgs, workspaceRelative } from "../deps/npx.ts";
 import type { ClientEntry } from "./client_entry.ts";
 import { envName } from "./server_json.ts";
+import { urlSecrets } from "./url_secrets.ts";
 
 /** What `pml import` shows and writes for one server. */
 export interface ImportedServer {
@@ -120,8 +122,18 @@ export async function toPrivateMcp(
         : `{${variable}}`;
       required.push(variable);
     }
+    // Credentials inside the URL (userinfo, a key in the query) become variables too.
+    const inUrl = urlSecrets(entry.url, name, (v) => {
+      const names = refs(v);
+      return names.length === 1 && v.replace(REF, "") === "" ? names[0] : undefined;
+    });
+    Object.assign(values, inUrl.values);
+    required.push(...inUrl.names);
     const envRequired = [...new Set(required)];
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === "authorization")) {
+    if (
+      !inUrl.names.length &&
+      !Object.keys(headers).some((h) => h.toLowerCase() === "authorization")
+    ) {
       notes.push(signInNote(name));
     }
     return {
@@ -131,7 +143,7 @@ export async function toPrivateMcp(
       mcp: {
         type: "http",
         description,
-        proxyTo: entry.url,
+        proxyTo: inUrl.url,
         transport: entry.transport ?? "streamable-http",
         ...(Object.keys(headers).length ? { headers } : {}),
         envRequired,

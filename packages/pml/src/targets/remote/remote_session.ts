@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { redactSecrets } from "../../redact_secrets.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { OAuthClientProvider } from "../../sdk/client_auth.ts";
 import { loadHttpClient, loadSseClient } from "../../sdk/load_http_client.ts";
@@ -35,16 +36,43 @@ export interface RemoteDef {
   readonly envRequired: readonly string[];
 }
 
+/**
+ * `value` with `{NAME}` replaced by the variable's value, written as `form` says, for the names in
+ * `names` (others are left as they are).
+ */
+function fill(
+  value: string,
+  names: readonly string[],
+  env: Readonly<Record<string, string>>,
+  form: (value: string) => string,
+): string {
+  return value.replace(
+    /\{([A-Za-z_][A-Za-z0-9_]*)\}/g,
+    (whole, name: string) =>
+      names.includes(name) && env[name] !== undefined ? form(env[name]) : whole,
+  );
+}
+
 /** `value` with `{NAME}` replaced by the variable's value, for the names in `names`. */
 export function fillHeader(
   value: string,
   names: readonly string[],
   env: Readonly<Record<string, string>>,
 ): string {
-  return value.replace(
-    /\{([A-Za-z_][A-Za-z0-9_]*)\}/g,
-    (whole, name: string) => names.includes(name) && env[name] !== undefined ? env[name] : whole,
-  );
+  return fill(value, names, env, (v) => v);
+}
+
+/**
+ * `proxyTo` with `{NAME}` replaced by the variable's value percent-encoded, for the names in
+ * `names`: credentials `pml import` took out of a URL (`https://{X_URL_USER}:{X_URL_PASSWORD}@…`,
+ * `?api_key={X_API_KEY}`). Userinfo reaches the server as Basic authorization (fetch sends it so).
+ */
+export function fillUrl(
+  template: string,
+  names: readonly string[],
+  env: Readonly<Record<string, string>>,
+): string {
+  return fill(template, names, env, encodeURIComponent);
 }
 
 /**
@@ -84,7 +112,8 @@ export async function connectRemote(
   );
   let challenge: string | undefined;
   const base = opts.fetch ?? fetch;
-  const origin = new URL(def.proxyTo).origin;
+  const url = new URL(fillUrl(def.proxyTo, def.envRequired, env));
+  const origin = url.origin;
   // The entry's headers go to the server's origin only: the SDK's client auth fetches the
   // metadata and tokens of an authorization server elsewhere with this fetch.
   const watched = async (input: string | URL | Request, init?: RequestInit) => {
@@ -99,7 +128,6 @@ export async function connectRemote(
     opts.authProvider?.observe?.(res);
     return res;
   };
-  const url = new URL(def.proxyTo);
   const authProvider = opts.authProvider;
   const { SSEClientTransport, StreamableHTTPClientTransport } = await loadTransports();
   const transport = def.transport === "sse"
@@ -125,8 +153,8 @@ export async function connectRemote(
     throw new PmlError(
       "REMOTE_UNREACHABLE",
       `Cannot reach the remote MCP server ${def.server} (${def.proxyTo}, ${def.transport}): ${
-        errorMessage(err)
-      }`,
+        // The URL filled with its credentials may be quoted by fetch's own message.
+        redactSecrets(errorMessage(err), def.envRequired.map((n) => env[n] ?? ""))}`,
       { cause: err, details: { server: def.server } },
     );
   }
