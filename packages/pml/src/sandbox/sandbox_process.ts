@@ -29,6 +29,9 @@ import { HTTP_PROXY_ENV, PROXY_ENV } from "./net_bridge.ts";
 import { createGroup, joinThenRun } from "./cgroup.ts";
 import { diskBytesUnder } from "./_disk_writes.ts";
 
+/** How many refused destinations a sandbox keeps for its results' hints. */
+const MAX_REFUSED = 100;
+
 /** What a sandbox may do, as data: the Deno flags are derived from it and nothing else. */
 export interface SandboxSpec {
   /** Entry module (absolute path) that calls `serveModules`. */
@@ -162,6 +165,9 @@ export class SandboxProcess {
   #pending = new Map<number, Pending>();
   #nextId = 1;
   #alive = true;
+  /** Destinations its network proxy refused (`host:port`), the latest {@link MAX_REFUSED}. */
+  readonly #refused: string[] = [];
+  #refusedDropped = 0;
   #exitReason = "";
   /** Replaced in its pool: it ends when its last call in flight does. */
   #retiring = false;
@@ -202,6 +208,11 @@ export class SandboxProcess {
         env.DENO_DIR = own ? `${own}/deno` : SANDBOX_DENO_DIR;
       }
       env.TMPDIR = own ? `${own}/tmp` : "/tmp";
+      // Paths the spec puts under the sandbox's /tmp (the caches of `shell:exec`) are in its
+      // private temp folder behind Landlock, where /tmp is the host's.
+      if (own) {
+        for (const [k, v] of Object.entries(env)) if (v.startsWith("/tmp/")) env[k] = own + v;
+      }
       if (env.HOME !== undefined && !spec.os!.read.includes(env.HOME)) {
         env.HOME = own ? `${own}/home` : SANDBOX_HOME;
       }
@@ -216,7 +227,14 @@ export class SandboxProcess {
     // Granted hosts are reached through a proxy of this process, the only way out of the
     // sandbox's network namespace (without the OS wall, Deno's --allow-net alone holds).
     const proxy = confined && confined.policy.net.length > 0
-      ? new NetProxy(confined.policy.net, { tcp: landlock })
+      ? new NetProxy(confined.policy.net, {
+        tcp: landlock,
+        onEvent: (e) => {
+          if (e.allowed) return;
+          this.#refused.push(`${e.host}:${e.port}`);
+          if (this.#refused.length > MAX_REFUSED) this.#refused.shift(), this.#refusedDropped++;
+        },
+      })
       : undefined;
     // Programs a shell starts get SOCKS5 too; Deno code only HTTP(S) (see HTTP_PROXY_ENV).
     if (proxy) Object.assign(env, spec.run ? PROXY_ENV : HTTP_PROXY_ENV);
@@ -461,6 +479,19 @@ export class SandboxProcess {
     }, 100);
     Deno.unrefTimer(timer);
     return timer;
+  }
+
+  /** A mark of the refusals so far, for {@link refusedSince} after a call. */
+  get refusedMark(): number {
+    return this.#refusedDropped + this.#refused.length;
+  }
+
+  /**
+   * The destinations (`host:port`) its network proxy refused since `mark`: what a command of
+   * `shell:exec` tried to reach that `sandbox.net` does not grant (the result's hint names them).
+   */
+  refusedSince(mark: number): string[] {
+    return this.#refused.slice(Math.max(0, mark - this.#refusedDropped));
   }
 
   /**

@@ -31,6 +31,8 @@ import {
 } from "../target.ts";
 import { confinePath, type PathRoots, realPathForAccess } from "./confine.ts";
 import { secretReadQuestion } from "./secret_files.ts";
+import { shellCacheEnv } from "./shell_env.ts";
+import { shellHint } from "./shell_hints.ts";
 
 type Access = "read" | "write" | "run";
 interface StdToolMeta {
@@ -205,8 +207,8 @@ export class StdTarget implements Target {
             ...base,
             HOME: env.HOME ?? workspace,
             LANG: env.LANG ?? "C.UTF-8",
-            // HOME is read-only: caches go to the sandbox's private /tmp.
-            XDG_CACHE_HOME: "/tmp/.cache",
+            // HOME is read-only: caches (package managers' too) go to the sandbox's private /tmp.
+            ...shellCacheEnv({ netGranted: sandbox.net.length > 0 }),
             ...(agent ? { SSH_AUTH_SOCK: agent } : {}),
           },
           cwd: workspace,
@@ -313,6 +315,25 @@ export class StdTarget implements Target {
     return await this.#run(call, meta, args, ctx);
   }
 
+  /**
+   * A `shell:exec` outcome with a `hint` when its command met the sandbox's walls: which grant of
+   * `.pml.json` would allow it (`shell_hints.ts`).
+   */
+  #withHint(value: unknown, refusedHosts: string[]): unknown {
+    const out = value as { stdout?: unknown; stderr?: unknown } | null;
+    if (typeof out?.stdout !== "string" || typeof out.stderr !== "string") return value;
+    const { workspace, sandbox } = this.#config;
+    const hint = shellHint({
+      stdout: out.stdout,
+      stderr: out.stderr,
+      refusedHosts,
+      net: sandbox.net,
+      workspace,
+      write: sandbox.write,
+    });
+    return hint ? { ...out, hint } : value;
+  }
+
   /** Runs a confined (and, for a `.env` read, approved) call in its sandbox. */
   async #run(
     call: ToolCall,
@@ -347,6 +368,7 @@ export class StdTarget implements Target {
     // Behind Landlock the existing ones cannot be bound read-only: kept, and put back after.
     const kept = meta.access === "run" ? this.#keptGuardedFiles() : undefined;
     const proc = this.#pool.get(this.specFor(meta.access));
+    const refusedMark = proc.refusedMark;
     try {
       const value = await proc.call(
         { ns: call.ns, action: call.action, args, workspace: this.#config.workspace },
@@ -361,7 +383,9 @@ export class StdTarget implements Target {
       });
       const created = await this.#settleCreatedGuardedFiles(call.toolId, missingGuarded) +
         (kept ? await this.#restoreGuardedFiles(call.toolId, kept) : "");
-      const result = toCallToolResult(value);
+      const result = toCallToolResult(
+        meta.access === "run" ? this.#withHint(value, proc.refusedSince(refusedMark)) : value,
+      );
       if (!unconfinedNote && !created) return result;
       return {
         ...result,
