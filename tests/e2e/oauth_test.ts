@@ -14,6 +14,7 @@ import {
   type CallToolResult,
   ElicitationCompleteNotificationSchema,
   ElicitRequestSchema,
+  ToolListChangedNotificationSchema,
 } from "../../packages/pml/src/sdk/types.ts";
 import {
   assert,
@@ -68,10 +69,17 @@ Deno.test("e2e oauth through pml stdio: wait, sign in from the printed link, con
     await pml.callTool({ name: "pml__continue", arguments: { workflow_id: id, decision: "yes" } }),
   );
 
-  // 3. The human opens the link: the page says signed in; the call goes on.
+  // 3. The human opens the link: the page says signed in, the client is told that the tool list
+  // changed (the server's tools can be listed now), and the call goes on.
+  let changed = 0;
+  pml.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
   const page = await openLink(link);
   assertEquals(page.status, 200, page.text);
   assertStringIncludes(page.text, "secure is signed in");
+  await until(() => changed > 0);
+  assertEquals(changed, 1);
+  const tools = (await pml.listTools()).tools.map((t) => t.name);
+  assert(tools.includes("secure__whoami"), tools.join(", "));
   const done = await pml.callTool({
     name: "pml__continue",
     arguments: { workflow_id: id, decision: "yes" },

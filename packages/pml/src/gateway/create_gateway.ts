@@ -161,6 +161,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     audit,
     fetch: opts.remoteFetch,
     now: opts.now,
+    onSignedIn: () => gateway.toolsChanged(),
   });
   const remote = new RemoteTarget({
     mcps: config.privateMcps,

@@ -114,6 +114,7 @@ export class Gateway {
   /** Per tool call (its channel): what its sampling requests have used, nested calls included. */
   readonly #samplingBudgets = new WeakMap<CallChannel, SamplingBudget>();
   readonly #meta = new Map<string, MetaTool>();
+  readonly #toolsChanged = new Set<() => void>();
   #names = new Map<string, string>();
   #listed = false;
   #afterFirstList?: ReturnType<typeof setTimeout>;
@@ -163,7 +164,20 @@ export class Gateway {
     return this.#deps.approvals.size;
   }
 
-  /** Tools for `tools/list`: meta tools, then the tools of every MCP the permissions name. */
+  /**
+   * Calls `listener` when the tools a `tools/list` would show may have changed (a remote server's
+   * user signed in: its tools can be listed now); returns the unsubscribe.
+   */
+  onToolsChanged(listener: () => void): () => void {
+    this.#toolsChanged.add(listener);
+    return () => this.#toolsChanged.delete(listener);
+  }
+
+  /** Tells every connection that the tool list may have changed (`notifications/tools/list_changed`). */
+  toolsChanged(): void {
+    for (const listener of this.#toolsChanged) listener();
+  }
+
   /** The target named `name` (`stdio`, …): for the CLI's own work (`pml import` pins servers). */
   target(name: string): Target | undefined {
     return this.#deps.targets.find((t) => t.name === name);

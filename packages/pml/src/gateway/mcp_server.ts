@@ -198,5 +198,14 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
       }
     },
   );
+  // A remote server's user signed in: its tools can be listed now.
+  const unsubscribe = gateway.onToolsChanged(() => {
+    server.sendToolListChanged().catch(() => {});
+  });
+  const closed = server.onclose;
+  server.onclose = () => {
+    unsubscribe();
+    closed?.();
+  };
   return server;
 }

@@ -35,6 +35,8 @@ export interface RemoteSignInDeps {
   readonly audit?: AuditLog;
   readonly fetch?: typeof fetch;
   readonly now?: () => number;
+  /** Told when a server's user signed in (here): its tools can be listed now. */
+  readonly onSignedIn?: (server: string) => void;
   /** Picks the redirect page's loopback address (tests). */
   readonly address?: () => string;
 }
@@ -120,8 +122,14 @@ export class RemoteSignIn {
         now: this.#d.now,
         onLink: (link) => this.#announce(server, resource, link),
         onSignedIn: async () => {
-          this.#links.delete(server);
-          await this.#d.audit?.write("sign_in", { server, resource, event: "signed_in" });
+          // A link was shown here: a sign-in (else a refresh, or a sign-in elsewhere).
+          const announced = this.#links.delete(server);
+          if (announced) this.#d.onSignedIn?.(server);
+          await this.#d.audit?.write("sign_in", {
+            server,
+            resource,
+            event: announced ? "signed_in" : "tokens_saved",
+          });
         },
       });
       this.#providers.set(server, provider);
