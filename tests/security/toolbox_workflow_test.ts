@@ -54,17 +54,34 @@ Deno.test("workflow toolbox: toolchains under HOME on PATH run in shell:exec", a
   }
 });
 
-Deno.test("workflow git: git init, add and commit in the workspace take the identity of ~/.gitconfig", async () => {
-  await using ws = tempWorkspace({ permissions: { allow: ["shell"] } });
+/**
+ * A workspace with the shell allowed, no repository yet, a file `a.txt` and an identity in
+ * `~/.gitconfig`; `run` runs a command through the gateway.
+ */
+async function gitWorkspace() {
+  const ws = tempWorkspace({ permissions: { allow: ["shell"] } });
   Deno.removeSync(join(ws.dir, ".git"), { recursive: true });
   Deno.writeTextFileSync(
     join(ws.home, ".gitconfig"),
     "[user]\n\tname = Ada Lovelace\n\temail = ada@example.com\n[init]\n\tdefaultBranch = main\n",
   );
   ws.write("a.txt", "one\n");
-  await using gw = await gatewayFor(ws);
+  const gw = await gatewayFor(ws);
   const run = async (command: string) =>
     parse(await gw.client.callTool({ name: "shell:exec", arguments: { command } }));
+  return {
+    ws,
+    run,
+    async [Symbol.asyncDispose]() {
+      await gw[Symbol.asyncDispose]();
+      await ws[Symbol.asyncDispose]();
+    },
+  };
+}
+
+Deno.test("workflow git: git init, add and commit in the workspace take the identity of ~/.gitconfig", async () => {
+  await using git = await gitWorkspace();
+  const { ws, run } = git;
   const init = await run("git init -q && git add a.txt && git commit -q -m first && git log");
   assertEquals(init.code, 0, init.stderr);
   assertStringIncludes(init.stdout, "Author: Ada Lovelace <ada@example.com>");
@@ -114,4 +131,91 @@ Deno.test("workflow ssh agent: SSH_AUTH_SOCK reaches the shell only when .pml.js
       agent.close();
     }
   }
+});
+
+Deno.test("workflow git (nested, worktree, clone): ordinary repositories a command makes keep working beside the host-run walls", async () => {
+  await using git = await gitWorkspace();
+  const { run } = git;
+  const steps = [
+    "git init -q && git add a.txt && git commit -q -m first",
+    // A linked worktree inside the workspace, and a commit from it.
+    "git worktree add -q wt -b feature && cd wt && echo two > b.txt && git add b.txt && git commit -q -m second",
+    // A nested repository, and a clone of the root into the workspace.
+    "git init -q sub && cd sub && echo x > x && git add x && git commit -q -m sub",
+    "git clone -q . copy && git -C copy log --oneline | wc -l",
+  ];
+  for (const step of steps) {
+    const out = await run(step);
+    assertEquals(out.code, 0, `${step}: ${out.stderr}`);
+  }
+  // The next calls find them as git left them.
+  const after = await run(
+    "git -C wt log --oneline | wc -l; git -C sub log --oneline | wc -l; git -C copy status --short | wc -l; git worktree list | wc -l",
+  );
+  assertEquals(after.code, 0, after.stderr);
+  assertEquals(after.stdout.split("\n").map((l) => l.trim()).filter(Boolean), ["2", "1", "0", "2"]);
+});
+
+Deno.test("workflow npm: package.json edits that are not hooks stay, and npm runs the scripts one names", async () => {
+  await using ws = tempWorkspace({ permissions: { allow: ["shell", "filesystem"] } });
+  ws.write(
+    "package.json",
+    JSON.stringify({ name: "app", version: "1.0.0", scripts: { test: "echo tested" } }, null, 2) +
+      "\n",
+  );
+  await using gw = await gatewayFor(ws, { env: { PATH: Deno.env.get("PATH") ?? "" } });
+  const run = async (command: string) =>
+    parse(await gw.client.callTool({ name: "shell:exec", arguments: { command } }));
+  const set = await run(
+    "npm pkg set scripts.build='echo built' scripts.preview='echo preview' dependencies.left-pad=1.3.0",
+  );
+  assertEquals(set.code, 0, set.stderr);
+  const edit = await gw.client.callTool({
+    name: "filesystem:edit_file",
+    arguments: {
+      path: "package.json",
+      edits: [{ oldText: '"test": "echo tested"', newText: '"test": "echo tested twice"' }],
+    },
+  });
+  assert(!edit.isError, textOf(edit));
+  assert(!textOf(edit).includes("put back"), textOf(edit));
+  const pkg = JSON.parse(ws.read("package.json"));
+  assertEquals(pkg.scripts, {
+    test: "echo tested twice",
+    build: "echo built",
+    preview: "echo preview",
+  });
+  assertEquals(pkg.dependencies, { "left-pad": "1.3.0" });
+  const test = await run("npm test --silent && npm run build --silent");
+  assertEquals(test.code, 0, test.stderr);
+  assertEquals(test.stdout, "tested twice\nbuilt\n");
+});
+
+Deno.test("workflow cargo: a crate builds and runs in shell:exec", async () => {
+  const home = Deno.env.get("HOME") ?? "";
+  const cargo = join(home, ".cargo", "bin");
+  let available = false;
+  try {
+    available = Deno.statSync(join(cargo, "cargo")).isFile;
+  } catch { /* no cargo here */ }
+  if (!available) {
+    console.error("workflow cargo: skipped, no cargo in ~/.cargo/bin");
+    return;
+  }
+  await using ws = tempWorkspace({ permissions: { allow: ["shell"] } });
+  // The user's own HOME: where rustup keeps its toolchains.
+  await using gw = await gatewayFor(ws, {
+    env: { HOME: home, PATH: `${cargo}:${Deno.env.get("PATH") ?? ""}` },
+  });
+  const out = parse(
+    await gw.client.callTool({
+      name: "shell:exec",
+      arguments: {
+        command: "cargo new -q --vcs none demo && cd demo && cargo run -q --offline",
+        timeout_ms: 300_000,
+      },
+    }),
+  );
+  assertEquals(out.code, 0, out.stderr);
+  assertEquals(out.stdout, "Hello, world!\n");
 });

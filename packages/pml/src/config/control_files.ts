@@ -1,5 +1,11 @@
-import { isAbsolute, join, relative, sep } from "node:path";
-import { repoGuardedPaths } from "./repo_guards.ts";
+import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
+import { GIT_DIR_CONTROL, repoGuardedPaths } from "./repo_guards.ts";
+import {
+  INSTRUCTION_NAMES,
+  isGitDirShape,
+  scanWorkspace,
+  type WorkspaceScan,
+} from "./workspace_scan.ts";
 
 /**
  * PML's control files, relative to the workspace (DESIGN §12): its config, its state folder
@@ -21,12 +27,18 @@ export const CONTROL_FILES: readonly string[] = [
 ];
 
 /**
- * Files the host runs or reads as configuration later (DESIGN §13 "Protected files"), relative to
- * any folder a tool may write (the workspace and every write grant): shell start-up files, git's
- * configuration and hooks, editors' and agents' project settings (tasks, hooks, commands). Guarded
- * like the control files: never written, moved, deleted or created by a tool or sandboxed code.
- * `.git/` itself stays writable (objects, index, refs, logs): only its config and hooks are
- * protected.
+ * **Host-run files** (DESIGN §13 "Protected files"; docs/security.md "Host-run and instruction
+ * files"): files that make the host run something the user did not name, later, outside every
+ * sandbox: a shell that starts, `git` (its configuration, hooks, and the files that say where they
+ * are), an ordinary command (`npm test` under a workspace `.npmrc` `script-shell`, `cargo build`
+ * under `.cargo/config.toml` `rustc-wrapper`, `yarn` under `.yarnrc.yml` `yarnPath`, `pnpm` with a
+ * `.pnpmfile.cjs`), an editor or a dev container opening the folder, an agent reading its project
+ * settings (hooks, commands). This list, relative to any folder a tool may write (the workspace and
+ * every write grant), is the class's current extent; `repo_guards.ts` adds what each repository
+ * names, the walk (`workspace_scan.ts`) nested repositories and `*.code-workspace` files, and
+ * `package_scripts.ts` the lifecycle scripts of `package.json` (the file itself is ordinary work).
+ * Guarded like the control files: never written, moved, deleted or created by a tool or sandboxed
+ * code. `.git/` itself stays writable (objects, index, refs, logs).
  */
 export const PROTECTED_FILES: readonly string[] = [
   ".bashrc",
@@ -40,7 +52,18 @@ export const PROTECTED_FILES: readonly string[] = [
   ".gitconfig",
   ".gitmodules",
   ".git/config",
+  ".git/config.worktree",
+  ".git/commondir",
+  ".git/gitdir",
   ".git/hooks",
+  ".npmrc",
+  ".yarnrc",
+  ".yarnrc.yml",
+  ".pnpmfile.cjs",
+  ".cargo/config",
+  ".cargo/config.toml",
+  ".devcontainer",
+  ".devcontainer.json",
   ".vscode",
   ".idea",
   ".zed",
@@ -53,27 +76,78 @@ export const PROTECTED_FILES: readonly string[] = [
   "opencode.jsonc",
 ];
 
+/**
+ * **Instruction files**: what the next agent session reads as instructions from the folder it
+ * works in (a persistence channel for an injected instruction). Relative to any folder a tool may
+ * write; {@link INSTRUCTION_NAMES} (`CLAUDE.md`, `AGENTS.md`, …) count in any folder below it too.
+ * A write by a tool is the human's decision whatever `allow` says, with the content on the human's
+ * page (`targets/std/instruction_files.ts`); from `shell:exec` they are read-only.
+ */
+export const INSTRUCTION_FILES: readonly string[] = [
+  ...INSTRUCTION_NAMES,
+  ".github/copilot-instructions.md",
+  ".github/instructions",
+  ".continue",
+];
+
+/** How long a walk of a folder is reused for the guarded paths of a call's policy (ms). */
+const SCAN_REUSE_MS = 1000;
+const scans = new Map<string, { at: number; scan: WorkspaceScan }>();
+
+/**
+ * The walk of `root` (`workspace_scan.ts`), reused for a second; `fresh` walks again (before and
+ * after a shell command, to tell what it created).
+ */
+export function scanOf(root: string, fresh = false, now = Date.now()): WorkspaceScan {
+  const hit = scans.get(root);
+  if (!fresh && hit && now >= hit.at && now - hit.at < SCAN_REUSE_MS) return hit.scan;
+  const scan = scanWorkspace(root);
+  scans.set(root, { at: now, scan });
+  return scan;
+}
+
 /** Absolute paths of the control files of `workspace` (whether or not they exist). */
 export function controlFilePaths(workspace: string): string[] {
   return CONTROL_FILES.map((rel) => join(workspace, rel));
 }
 
 /**
- * Absolute paths of the protected files under `root` (whether or not they exist), with those its
- * repository names (submodules' configs and hooks, `core.hooksPath`: `repo_guards.ts`).
+ * Absolute paths of the host-run files under `root` (whether or not they exist): the list, what its
+ * repositories name (`repo_guards.ts`) and its `*.code-workspace` files.
  */
-export function protectedFilePaths(root: string): string[] {
-  return [...PROTECTED_FILES.map((rel) => join(root, rel)), ...repoGuardedPaths(root)];
+export function protectedFilePaths(root: string, scan = scanOf(root)): string[] {
+  return [
+    ...PROTECTED_FILES.map((rel) => join(root, rel)),
+    ...repoGuardedPaths(root, scan),
+    ...scan.codeWorkspaces,
+  ];
+}
+
+/** Absolute paths of the instruction files under `root`: the list, and those of nested folders. */
+export function instructionFilePaths(root: string, scan = scanOf(root)): string[] {
+  return [...INSTRUCTION_FILES.map((rel) => join(root, rel)), ...scan.instructions];
 }
 
 /**
- * Everything no tool may write under the folders it may write (`roots`: the workspace and the
- * write grants): each root's control files and protected files. A granted other project keeps its
- * own `.pml.json` and `.git/config` too.
+ * Everything no tool may write unchecked under the folders it may write (`roots`: the workspace
+ * and the write grants): each root's control, host-run and instruction files. A granted other
+ * project keeps its own `.pml.json` and `.git/config` too. `fresh`: walk the folders again;
+ * `instructions: false` leaves the instruction files out (the write tools' sandbox writes them
+ * once a human approved it).
  */
-export function guardedPaths(roots: readonly string[]): string[] {
+export function guardedPaths(
+  roots: readonly string[],
+  opts: { readonly fresh?: boolean; readonly instructions?: boolean } = {},
+): string[] {
   return [
-    ...new Set(roots.flatMap((root) => [...controlFilePaths(root), ...protectedFilePaths(root)])),
+    ...new Set(roots.flatMap((root) => {
+      const scan = scanOf(root, opts.fresh);
+      return [
+        ...controlFilePaths(root),
+        ...protectedFilePaths(root, scan),
+        ...(opts.instructions === false ? [] : instructionFilePaths(root, scan)),
+      ];
+    })),
   ];
 }
 
@@ -83,18 +157,24 @@ export function within(path: string, root: string): boolean {
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
-/** What a guarded path is: one of PML's control files or a file the host runs later. */
+/**
+ * What a guarded path is: one of PML's control files, a host-run file (`protected`), or an
+ * instruction file.
+ */
 export interface GuardedHit {
   readonly path: string;
-  readonly kind: "control" | "protected";
+  readonly kind: "control" | "protected" | "instruction";
   /** The folder it belongs to (the workspace or a write grant). */
   readonly root: string;
 }
 
 /**
- * The guarded file (control or protected) that a write to `realPath` would change under one of
- * `roots`, or `undefined`: the file itself, something inside it, or a folder holding it. Control
- * files win over protected ones (`.vscode/mcp.json` is PML's).
+ * The guarded file that a write to `realPath` would change under one of `roots`, or `undefined`:
+ * the file itself, something inside it, or a folder holding it. Control files win over host-run
+ * ones (`.vscode/mcp.json` is PML's), host-run ones over instruction files. Besides the listed
+ * paths, judged by shape: what git reads in any git dir (`sub/.git/config`, a bare repository's
+ * `hooks/`), a gitfile or a `HEAD` that would make a folder a git dir, a `*.code-workspace`, and an
+ * instruction file's name in any folder.
  */
 export function guardedPathHit(realPath: string, roots: readonly string[]): GuardedHit | undefined {
   for (const root of roots) {
@@ -108,7 +188,64 @@ export function guardedPathHit(realPath: string, roots: readonly string[]): Guar
       }
     }
   }
+  for (const root of roots) {
+    if (!within(realPath, root)) continue;
+    const git = gitControlHit(realPath, root);
+    if (git) return { path: git, kind: "protected", root };
+    if (basename(realPath).endsWith(".code-workspace")) {
+      return { path: realPath, kind: "protected", root };
+    }
+  }
+  for (const root of roots) {
+    for (const path of instructionFilePaths(root)) {
+      if (within(realPath, path) || within(path, realPath)) {
+        return { path, kind: "instruction", root };
+      }
+    }
+    if (!within(realPath, root)) continue;
+    const named = relative(root, realPath).split(sep).findIndex((s) =>
+      INSTRUCTION_NAMES.includes(s)
+    );
+    if (named >= 0) {
+      const path = join(root, ...relative(root, realPath).split(sep).slice(0, named + 1));
+      return { path, kind: "instruction", root };
+    }
+  }
   return undefined;
+}
+
+/**
+ * The git file a write to `realPath` (under `root`) would change, judged by shape: a name git reads
+ * in the nearest git dir holding it (or in a git dir below it: `modules/x/config`), a `.git` entry (a gitfile naming any folder as a git dir), or
+ * a `HEAD` in a folder that is no git dir yet (one made by hand). `undefined` otherwise.
+ */
+function gitControlHit(realPath: string, root: string): string | undefined {
+  const name = basename(realPath);
+  if (name === ".git") return realPath;
+  if (name === "HEAD" && !isGitDir(dirname(realPath))) return realPath;
+  for (let dir = dirname(realPath); within(dir, root); dir = dirname(dir)) {
+    if (isGitDir(dir)) {
+      // Within its `modules/` and `worktrees/` too (the git dirs of submodules and worktrees).
+      const parts = relative(dir, realPath).split(sep);
+      const at = parts.findIndex((part) => GIT_DIR_CONTROL.includes(part));
+      return at < 0 ? undefined : join(dir, ...parts.slice(0, at + 1));
+    }
+    if (dir === root) break;
+  }
+  return undefined;
+}
+
+/** Whether `dir` is a `.git` folder or shaped as a git dir. */
+function isGitDir(dir: string): boolean {
+  if (basename(dir) === ".git") return true;
+  const names = new Set<string>();
+  for (const name of ["HEAD", "objects", "refs", "commondir", "config"]) {
+    try {
+      Deno.lstatSync(join(dir, name));
+      names.add(name);
+    } catch { /* absent */ }
+  }
+  return isGitDirShape(names);
 }
 
 /**

@@ -54,6 +54,9 @@ export function approvalMode(
   setting: Config["approvals"],
   request: ApprovalRequest,
 ): ApprovalMode {
+  // What the next agent session reads as instructions is the human's, whatever the setting
+  // (targets/std/instruction_files.ts): an agent must not write its successor's instructions.
+  if (request.context.instruction_file !== undefined) return "human";
   if (setting) return setting;
   if (request.type === "integrity") return "human";
   if (request.type === "dependency" || request.context.dependency !== undefined) return "human";

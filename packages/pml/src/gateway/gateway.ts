@@ -308,6 +308,7 @@ export class Gateway {
           ...pre?.context,
         },
         allows: toolId,
+        ...(pre?.forHuman ? { forHuman: pre.forHuman } : {}),
       },
       (d, by, detail) =>
         this.#afterApproval(

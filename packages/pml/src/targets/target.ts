@@ -4,7 +4,7 @@ import type {
   CreateMessageResult,
   Tool,
 } from "../sdk/types.ts";
-import type { ApprovalRequest, Resume } from "../permission/approvals.ts";
+import type { ApprovalRequest, HumanDetail, Resume } from "../permission/approvals.ts";
 import type { Routing } from "../routing/routing.ts";
 import { z } from "zod";
 
@@ -91,6 +91,11 @@ export interface Preflight {
   readonly description: string;
   readonly context: Record<string, unknown>;
   readonly covers?: ApprovalRequest;
+  /**
+   * What only the human's channels show of the question (an instruction file's new content): the
+   * question is then not elicited (see `ApprovalRequest.forHuman`).
+   */
+  readonly forHuman?: HumanDetail;
 }
 
 /**

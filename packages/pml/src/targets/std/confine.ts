@@ -111,7 +111,8 @@ export function confinePath(input: unknown, access: "read" | "write", roots: Pat
 function refuseGuardedFile(input: string, real: string, roots: readonly string[]): void {
   const hit = guardedPathHit(real, roots) ??
     linkedHit(real, roots);
-  if (hit === undefined) return;
+  // An instruction file is the human's question, not a refusal (`instruction_files.ts`).
+  if (hit === undefined || hit.kind === "instruction") return;
   const how = hit.path === real ? "it is" : "it would change";
   const name = relative(hit.root, hit.path) || hit.path;
   const shown = hit.root === roots[0] ? name : hit.path;
@@ -130,7 +131,8 @@ function refuseGuardedFile(input: string, real: string, roots: readonly string[]
   throw new PmlError(
     "PROTECTED_FILE",
     `Cannot write "${input}"${via}: ${how} "${shown}", a file your tools run or read as ` +
-      "configuration later (git, your shell, your editor or agent), which no tool may change; edit it by hand",
+      "configuration later (git, your shell, a package manager or build tool, your editor or " +
+      "agent), which no tool may change; edit it by hand",
     { details },
   );
 }

@@ -1,18 +1,22 @@
 /**
- * Guarded files (control and protected, `config/control_files.ts`) that a `shell:exec` command
- * created where none existed. The OS sandbox can bind only existing files read-only, so the std
- * target notes which were missing before a command and removes what appeared, with one exception:
- * a repository the command created (`git init`, `git clone`) keeps the `.git/config` and
- * `.git/hooks/` git wrote, once checked: the config may hold only the keys git itself writes for a
- * new repository and its remotes, the hooks folder only git's `*.sample` files (never run).
- * Anything else is removed and the result says so.
+ * Guarded files (control, host-run and instruction files, `config/control_files.ts`) that a
+ * `shell:exec` command created where none existed. The OS sandbox can bind only existing files
+ * read-only, so the std target notes which were missing before a command (and walks the folders
+ * again after it, for git dirs it created: `sub/.git`, a bare repository) and removes what
+ * appeared, with the exceptions git itself makes: a repository the command created (`git init`,
+ * `git clone`, a submodule's `.git/modules/<name>`) keeps the `config` and `hooks/` git wrote, once
+ * checked (the config may hold only the keys git itself writes for a new repository and its
+ * remotes, the hooks folder only git's `*.sample` files, never run); a linked worktree
+ * (`git worktree add`) keeps its `commondir` and `gitdir` when they name each other as git writes
+ * them; a gitfile (`wt/.git`, `sub/.git`) stays when it names such a worktree's or submodule's git
+ * dir. Anything else is removed and the result says so.
  *
  * @module
  */
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import { entryExists } from "../../exists.ts";
 
-/** What a fresh repository's `.git/config` may hold (git's own keys; no command, no hook path). */
+/** What a fresh repository's `config` may hold (git's own keys; no command, no hook path). */
 const NEW_REPO_KEYS = [
   /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks)$/,
   /^extensions\.(objectformat|refstorage)$/,
@@ -20,6 +24,9 @@ const NEW_REPO_KEYS = [
   /^branch\.[^\n]+\.(remote|merge)$/,
   /^user\.(name|email)$/,
 ];
+
+/** What a submodule's git dir (`.git/modules/<name>/config`) may hold besides: where its worktree is. */
+const SUBMODULE_KEYS = [...NEW_REPO_KEYS, /^core\.worktree$/];
 
 /** The guarded paths of `guarded` that do not exist yet (not even as a dangling link). */
 export function missingGuarded(guarded: readonly string[]): string[] {
@@ -47,10 +54,11 @@ export async function settleCreatedGuarded(
   for (const path of wereMissing) {
     if (!entryExists(path)) continue;
     const gitDir = dirname(path);
-    const newRepo = basename(gitDir) === ".git" && missing.has(join(gitDir, "config")) &&
-      missing.has(join(gitDir, "hooks"));
-    if (newRepo && basename(path) === "config") {
-      const bad = await unexpectedConfigKeys(path, runGit);
+    const name = basename(path);
+    const newRepo = missing.has(join(gitDir, "config")) && missing.has(join(gitDir, "hooks"));
+    if (newRepo && name === "config") {
+      const keys = gitDir.split(sep).includes("modules") ? SUBMODULE_KEYS : NEW_REPO_KEYS;
+      const bad = await unexpectedConfigKeys(path, keys, runGit);
       if (bad.length === 0) {
         out.push({ path, outcome: "checked" });
         continue;
@@ -59,7 +67,7 @@ export async function settleCreatedGuarded(
       out.push({ path, outcome: "removed", why: `it set ${bad.map((k) => `"${k}"`).join(", ")}` });
       continue;
     }
-    if (newRepo && basename(path) === "hooks") {
+    if (newRepo && name === "hooks") {
       const extra = await hooksBesidesSamples(path);
       for (const hook of extra) await remove(join(path, hook));
       out.push(
@@ -69,26 +77,74 @@ export async function settleCreatedGuarded(
       );
       continue;
     }
+    if ((name === "commondir" || name === "gitdir") && linkedWorktree(gitDir)) {
+      out.push({ path, outcome: "checked" });
+      continue;
+    }
+    if (name === ".git" && gitfileOfWorktreeOrModule(path)) {
+      out.push({ path, outcome: "checked" });
+      continue;
+    }
     await remove(path);
     out.push({ path, outcome: "removed" });
   }
   return out;
 }
 
+/** Text of a file, trimmed, or `undefined`. */
+function textOf(path: string): string | undefined {
+  try {
+    return Deno.readTextFileSync(path).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * True for a linked worktree's git dir as `git worktree add` writes it: `<git dir>/worktrees/<n>`
+ * whose `commondir` is `../..` and whose `gitdir` names a `.git` file that names this folder back.
+ */
+function linkedWorktree(dir: string): boolean {
+  if (basename(dirname(dir)) !== "worktrees") return false;
+  if (textOf(join(dir, "commondir")) !== "../..") return false;
+  const gitfile = textOf(join(dir, "gitdir"));
+  if (!gitfile || basename(gitfile) !== ".git") return false;
+  return gitfileTarget(gitfile) === dir;
+}
+
+/** The git dir a gitfile names (`gitdir: <path>`, relative to its folder), or `undefined`. */
+function gitfileTarget(gitfile: string): string | undefined {
+  const text = textOf(gitfile);
+  const m = text && /^gitdir: (.+)$/.exec(text);
+  return m ? resolve(dirname(gitfile), m[1]) : undefined;
+}
+
+/** True for a gitfile naming a linked worktree's git dir, or a submodule's (`…/.git/modules/…`). */
+function gitfileOfWorktreeOrModule(path: string): boolean {
+  const target = gitfileTarget(path);
+  if (!target) return false;
+  const parts = target.split(sep);
+  const at = parts.lastIndexOf(".git");
+  if (at < 0 || !["worktrees", "modules"].includes(parts[at + 1])) return false;
+  if (parts[at + 1] === "worktrees") return linkedWorktree(target);
+  return entryExists(join(target, "HEAD"));
+}
+
 async function remove(path: string): Promise<void> {
   await Deno.remove(path, { recursive: true }).catch(() => {});
 }
 
-/** Keys of a git config file outside {@link NEW_REPO_KEYS}, as git itself reads them. */
+/** Keys of a git config file outside `allowed`, as git itself reads them. */
 async function unexpectedConfigKeys(
   file: string,
+  allowed: readonly RegExp[],
   runGit: (args: string[]) => Promise<{ ok: boolean; stdout: string }>,
 ): Promise<string[]> {
   const listed = await runGit(["config", "--file", file, "--no-includes", "--null", "--list"]);
   // Unreadable for git (or no git here): nothing proves it harmless.
   if (!listed.ok) return ["(a config git cannot read)"];
   const keys = listed.stdout.split("\0").filter(Boolean).map((entry) => entry.split("\n")[0]);
-  return [...new Set(keys.filter((key) => !NEW_REPO_KEYS.some((re) => re.test(key))))];
+  return [...new Set(keys.filter((key) => !allowed.some((re) => re.test(key))))];
 }
 
 /** Entries of a hooks folder other than git's `*.sample` files (a folder too). */

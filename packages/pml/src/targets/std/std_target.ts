@@ -1,5 +1,5 @@
 import type { CallToolResult } from "../../sdk/types.ts";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import * as filesystem from "../../../../../registry/std/filesystem.ts";
 import * as shell from "../../../../../registry/std/shell.ts";
 import type { AuditLog } from "../../audit/audit.ts";
@@ -11,7 +11,9 @@ import {
   detectOsSandboxSoon,
   type OsSandboxStatus,
 } from "../../sandbox/os_sandbox.ts";
-import { guardedPathHit, guardedPaths } from "../../config/control_files.ts";
+import { guardedPathHit, guardedPaths, scanOf } from "../../config/control_files.ts";
+import { restoreGatedParts, type ScriptsPart, scriptsParts } from "../../config/package_scripts.ts";
+import { instructionWriteQuestion } from "./instruction_files.ts";
 import { missingGuarded, settleCreatedGuarded } from "./created_guarded.ts";
 import { type GuardedSnapshot, restoreGuarded, snapshotGuarded } from "./kept_guarded.ts";
 import { pmlHomes, type PolicyInput, sandboxPolicy } from "../../sandbox/policy.ts";
@@ -35,6 +37,16 @@ import { shellCacheEnv } from "./shell_env.ts";
 import { shellHint } from "./shell_hints.ts";
 
 type Access = "read" | "write" | "run";
+
+/** What a writing call is compared against after it (`StdTarget.#beforeWrites`). */
+interface BeforeWrites {
+  /** A shell command's guarded paths, walked fresh before it. */
+  readonly guarded: readonly string[];
+  /** Those that did not exist. */
+  readonly missing: readonly string[];
+  /** The scripts of the `package.json` files the call may change. */
+  readonly scripts: ReadonlyMap<string, ScriptsPart | undefined>;
+}
 interface StdToolMeta {
   readonly description: string;
   readonly inputSchema: Record<string, unknown>;
@@ -191,7 +203,8 @@ export class StdTarget implements Target {
             view: "narrow",
             read: readRoots,
             write: writeRoots,
-            denyWrite: guardedPaths(writeRoots),
+            // Instruction files are written here once a human approved it.
+            denyWrite: guardedPaths(writeRoots, { instructions: false }),
           }),
         };
       case "run": {
@@ -264,10 +277,15 @@ export class StdTarget implements Target {
       if (real !== absolute) resolved[given] = real;
     }
     const entries = Object.entries(resolved);
-    if (entries.length === 0) return Promise.resolve(undefined);
+    // A write to an instruction file: this question is the human's, shows the new content on
+    // the human's page, and covers the one the call itself would ask.
+    const instruction = instructionWriteQuestion(call.toolId, call.args, this.#roots);
+    if (entries.length === 0 && !instruction) return Promise.resolve(undefined);
+    const said = entries.map(([given, real]) => `"${given}" resolves to "${real}".`);
     return Promise.resolve({
-      description: entries.map(([given, real]) => `"${given}" resolves to "${real}".`).join(" "),
-      context: { resolved },
+      description: [...said, ...(instruction ? [instruction.description] : [])].join(" "),
+      context: { ...(entries.length ? { resolved } : {}), ...instruction?.context },
+      ...(instruction ? { covers: instruction, forHuman: instruction.forHuman } : {}),
     });
   }
 
@@ -298,18 +316,23 @@ export class StdTarget implements Target {
       if (err instanceof TypeError) return invalidArguments(call.toolId, err.message);
       return errorResult(err instanceof Error ? err.message : String(err));
     }
+    // A write to an instruction file, a read of a `.env` file: the human's question first.
+    const instruction = instructionWriteQuestion(call.toolId, call.args, this.#roots);
     const secret = secretReadQuestion(call.toolId, args, call.args, this.#config.workspace);
-    if (secret) {
-      return await ctx.ask(secret, async (decision, by) => {
+    const asked = instruction
+      ? {
+        question: instruction,
+        file: String(instruction.context.instruction_file),
+        what: "writing the instruction file",
+      }
+      : secret
+      ? { question: secret, file: String(secret.context.secret_file), what: "reading" }
+      : undefined;
+    if (asked) {
+      return await ctx.ask(asked.question, async (decision, by) => {
         if (decision !== "no") return await this.#run(call, meta, args, ctx);
-        await this.#audit.write("permission_denied", {
-          tool: call.toolId,
-          by,
-          file: secret.context.secret_file,
-        });
-        return errorResult(
-          `Permission denied: reading "${secret.context.secret_file}" was refused`,
-        );
+        await this.#audit.write("permission_denied", { tool: call.toolId, by, file: asked.file });
+        return errorResult(`Permission denied: ${asked.what} "${asked.file}" was refused`);
       });
     }
     return await this.#run(call, meta, args, ctx);
@@ -364,7 +387,7 @@ export class StdTarget implements Target {
       // `.pml/` must exist to be bound read-only into the sandbox.
       await Deno.mkdir(join(this.#config.workspace, ".pml"), { recursive: true }).catch(() => {});
     }
-    const missingGuarded = meta.access === "run" ? this.#missingGuardedFiles() : [];
+    const before = this.#beforeWrites(meta, args);
     // Behind Landlock the existing ones cannot be bound read-only: kept, and put back after.
     const kept = meta.access === "run" ? this.#keptGuardedFiles() : undefined;
     const proc = this.#pool.get(this.specFor(meta.access));
@@ -381,7 +404,7 @@ export class StdTarget implements Target {
         // What the command detached from its group (`setsid`) ends with the command too.
         if (meta.access === "run") await proc.killStrays();
       });
-      const created = await this.#settleCreatedGuardedFiles(call.toolId, missingGuarded) +
+      const created = await this.#settleCreatedGuardedFiles(call.toolId, before) +
         (kept ? await this.#restoreGuardedFiles(call.toolId, kept) : "");
       const result = toCallToolResult(
         meta.access === "run" ? this.#withHint(value, proc.refusedSince(refusedMark)) : value,
@@ -443,7 +466,7 @@ export class StdTarget implements Target {
     for (const path of restored) {
       const hit = guardedPathHit(path, [workspace, ...sandbox.write]);
       await this.#audit.write(
-        hit?.kind === "protected" ? "protected_file_blocked" : "control_file_blocked",
+        hit?.kind === "control" ? "control_file_blocked" : "protected_file_blocked",
         { tool: toolId, path, action: "changed by the command; restored" },
       );
     }
@@ -453,10 +476,28 @@ export class StdTarget implements Target {
       : "";
   }
 
-  /** Guarded files that do not exist yet: a bind cannot protect them, so they are watched. */
-  #missingGuardedFiles(): string[] {
+  /**
+   * What a writing call is compared against after it: for a shell command, the guarded files (a
+   * fresh walk of the write roots) and which of them did not exist yet (a bind cannot protect
+   * them, so they are watched), and the scripts of every `package.json`; for a write tool, the
+   * scripts of a `package.json` it names.
+   */
+  #beforeWrites(meta: StdToolMeta, args: Record<string, unknown>): BeforeWrites {
+    if (meta.access === "read") return { guarded: [], missing: [], scripts: new Map() };
+    if (meta.access === "write") {
+      const named = meta.paths.map((name) => args[name])
+        .filter((p): p is string => typeof p === "string" && basename(p) === "package.json");
+      return { guarded: [], missing: [], scripts: scriptsParts(named) };
+    }
+    const roots = this.#writeRoots();
+    const guarded = guardedPaths(roots, { fresh: true });
+    const packages = roots.flatMap((root) => scanOf(root).packageJsons);
+    return { guarded, missing: missingGuarded(guarded), scripts: scriptsParts(packages) };
+  }
+
+  #writeRoots(): string[] {
     const { workspace, sandbox } = this.#config;
-    return missingGuarded(guardedPaths([workspace, ...sandbox.write]));
+    return [workspace, ...sandbox.write];
   }
 
   /**
@@ -464,22 +505,52 @@ export class StdTarget implements Target {
    * sandbox binds only existing ones read-only; a new repository's checked config and hooks stay),
    * audits it and says so. Returns the note for the result, or "".
    */
-  async #settleCreatedGuardedFiles(toolId: string, wereMissing: string[]): Promise<string> {
+  async #settleCreatedGuardedFiles(toolId: string, before: BeforeWrites): Promise<string> {
+    const roots = this.#writeRoots();
+    let wereMissing = before.missing;
+    let packages: string[] = [];
+    if (before.guarded.length) {
+      // What the command made of its folders: new git dirs, gitfiles, instruction files.
+      const known = new Set(before.guarded);
+      const now = guardedPaths(roots, { fresh: true });
+      wereMissing = [...before.missing, ...now.filter((path) => !known.has(path))];
+      packages = roots.flatMap((root) => scanOf(root).packageJsons);
+    }
     const settled = await settleCreatedGuarded(wereMissing);
     const removed = settled.filter((s) => s.outcome === "removed");
-    const { workspace, sandbox } = this.#config;
     for (const { path, why } of removed) {
-      const hit = guardedPathHit(path, [workspace, ...sandbox.write]);
+      const hit = guardedPathHit(path, roots);
       await this.#audit.write(
-        hit?.kind === "protected" ? "protected_file_blocked" : "control_file_blocked",
+        hit?.kind === "control" ? "control_file_blocked" : "protected_file_blocked",
         { tool: toolId, path, action: `created by the command; removed${why ? ` (${why})` : ""}` },
       );
     }
-    return removed.length
-      ? `[pml: removed ${
-        removed.map((r) => `"${r.path}"${r.why ? ` (${r.why})` : ""}`).join(", ")
-      }: control files and files your tools run later (git config and hooks, shell rc files, ` +
-        `editor and agent settings) are not for tools to create]\n`
-      : "";
+    const restored = restoreGatedParts(before.scripts, packages);
+    for (const { path, keys } of restored) {
+      await this.#audit.write("protected_file_blocked", {
+        tool: toolId,
+        path,
+        action: `changed ${keys.join(", ")}; put back`,
+      });
+    }
+    const notes: string[] = [];
+    if (removed.length) {
+      notes.push(
+        `[pml: removed ${
+          removed.map((r) => `"${r.path}"${r.why ? ` (${r.why})` : ""}`).join(", ")
+        }: control files, files your tools run later (git config, hooks and git dirs, shell rc ` +
+          `files, package manager, editor and agent settings) and instruction files are not for ` +
+          `tools to create]\n`,
+      );
+    }
+    if (restored.length) {
+      notes.push(
+        `[pml: put back ${
+          restored.map((r) => `${r.keys.map((k) => `"${k}"`).join(", ")} of "${r.path}"`).join("; ")
+        }: scripts the host runs without being named (install and prepare scripts, pre/post ` +
+          `hooks, packageManager) are the human's to change; the rest of the file is as written]\n`,
+      );
+    }
+    return notes.join("");
   }
 }
