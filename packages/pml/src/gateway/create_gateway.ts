@@ -1,3 +1,4 @@
+import { printable } from "../sandbox/printable.ts";
 import { createAuditLog } from "../audit/audit.ts";
 import { type Config, trustNotice } from "../config/config.ts";
 import { type ApprovalRequest, Approvals } from "../permission/approvals.ts";
@@ -149,7 +150,8 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     opts.stdio,
   );
   const deno = new DenoModuleTarget({ ...registryDeps, pool, routing, stack });
-  const tell = opts.tell ?? ((line: string) => console.error(line.trimEnd()));
+  // pml's stderr is a human channel: nothing relayed on it moves the cursor or rewrites a line.
+  const tell = opts.tell ?? ((line: string) => console.error(printable(line.trimEnd())));
   // Remote servers of private_mcps: proxied by pml itself, before the cloud; signed in with OAuth
   // by their user (tokens under PML's home, the link to the human channels only).
   const signIn = new RemoteSignIn({

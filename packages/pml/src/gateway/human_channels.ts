@@ -5,6 +5,7 @@
  */
 import type { ApprovalLink, HumanChannel, HumanNotice } from "../permission/human_channel.ts";
 import { spawnDetached } from "../spawn_detached.ts";
+import { printableLine } from "../sandbox/printable.ts";
 
 /** Runs a program detached (the notification); injectable for tests. */
 export type Spawn = (command: string, args: string[]) => void;
@@ -21,7 +22,8 @@ export function stderrChannel(
         notice.reminder
           ? `pml: approval ${notice.workflowId} still waits for you: ${url} ` +
             `(or \`pml approve ${notice.workflowId}\`)\n`
-          : `pml: approval needed: ${notice.description}\n  open ${url}\n  or run ` +
+          // The description names what the agent asked for: one line, controls escaped.
+          : `pml: approval needed: ${printableLine(notice.description)}\n  open ${url}\n  or run ` +
             `\`pml approve ${notice.workflowId}\` / \`pml deny ${notice.workflowId}\` in a ` +
             `terminal of this workspace (\`pml approvals --open\` for a new link)\n`,
       );

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { printable } from "../../sandbox/printable.ts";
 import type { CallToolResult, UrlElicitationRequiredError } from "../../sdk/types.ts";
 import { redactSecrets } from "../../redact_secrets.ts";
 import { asksToOpenUrl, bareMessage, NOT_URL_ELICITATIONS, openUrlError } from "../call_errors.ts";
@@ -109,7 +110,7 @@ export class RemoteTarget implements Target {
         if (!isPmlError(err, "SIGN_IN_REQUIRED")) {
           const why = await this.#d.signIn?.scrub(def.server, def.proxyTo, errorMessage(err)) ??
             errorMessage(err);
-          console.error(`pml: cannot list the tools of "${def.server}": ${why}`);
+          console.error(printable(`pml: cannot list the tools of "${def.server}": ${why}`));
         }
       }
       out.push(...listedTools(def.server, defs ?? [], () => "client"));

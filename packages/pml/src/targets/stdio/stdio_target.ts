@@ -1,4 +1,5 @@
 import type { CallToolResult } from "../../sdk/types.ts";
+import { printable } from "../../sandbox/printable.ts";
 import {
   type LaunchSpec,
   missingEnv,
@@ -84,7 +85,7 @@ export class StdioTarget implements Target {
         return await loads.run(() => this.#d.source.get(server));
       } catch (err) {
         if (!(err instanceof ListBoundExceeded)) {
-          console.error(`pml: skipping stdio server "${server}": ${errorMessage(err)}`);
+          console.error(printable(`pml: skipping stdio server "${server}": ${errorMessage(err)}`));
         }
         return undefined;
       }
@@ -171,7 +172,9 @@ export class StdioTarget implements Target {
           );
         }
       } catch (err) {
-        console.error(`pml: cannot read the tools of "${meta.server}": ${errorMessage(err)}`);
+        console.error(
+          printable(`pml: cannot read the tools of "${meta.server}": ${errorMessage(err)}`),
+        );
       }
     }
     return listedTools(meta.server, defs ?? [], (id) => this.#d.routing.routeOf(id));
