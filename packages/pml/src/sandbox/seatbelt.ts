@@ -3,16 +3,22 @@
  * (SBPL, the language of Apple's sandbox). Seatbelt has no mount namespace: it filters each file
  * operation by path, so the policy becomes rules, and for the same operation the rule written last
  * wins. Hence the order: deny everything; allow the reads, then the writes; deny the secrets (read
- * and write), then writes to the protected files. Network: no namespace either, so the proxy (`net_proxy.ts`) listens
- * on loopback TCP ports and outbound connections are allowed to those ports only.
+ * and write), then writes to the protected files, then moves of the folders that hold either
+ * inside a writable folder. Seatbelt matches the real path of a file (`/private/var/…` for
+ * `/var/…`): each path is written as given and, when a symlink leads elsewhere, as its real path.
+ * Network: no namespace either, so the proxy (`net_proxy.ts`) listens on loopback TCP ports and
+ * outbound connections are allowed to those ports only.
  *
- * Not wired to run yet (no macOS machine to test it on): `detectOsSandbox` still reports none on
- * macOS, so `shell:exec` and stdio dependencies are refused there unless `unconfined`. The profile
- * is tested as text (`seatbelt_test.ts`); docs/security.md says what it would hold.
+ * Used on macOS behind the self-test of `seatbelt_canary.ts`: the wall is used only once a canary
+ * run of a profile on this machine has shown that it holds. `seatbelt_crosscheck_test.ts` compares
+ * what it allows with what sandbox-runtime's profile allows for the same policy; docs/security.md
+ * ("Seatbelt") says what holds and what does not.
  *
  * @module
  */
+import { dirname } from "node:path";
 import type { OsPolicy } from "./policy.ts";
+import { within } from "../config/control_files.ts";
 
 /** What macOS itself needs readable for any program to start (dyld, frameworks, locale). */
 export const SEATBELT_SYSTEM_READS = [
@@ -34,41 +40,94 @@ export interface SeatbeltNet {
   readonly socksPort: number;
 }
 
+/** What {@link seatbeltProfile} needs besides the policy. */
+export interface SeatbeltOptions {
+  /**
+   * The sandbox's private temporary folder (macOS has no private `/tmp` per sandbox: the caller
+   * creates one and points `TMPDIR`, and `HOME` when the policy shows none, there).
+   */
+  readonly tmp: string;
+  /** The Deno binary (read-only). */
+  readonly deno: string;
+  /** The proxy's ports, required when the policy grants hosts. */
+  readonly net?: SeatbeltNet;
+  /**
+   * Every guarded path of the write roots (`guardedPaths`), existing or not: the policy's
+   * `denyWrite` holds only those that exist (a bind needs a source), where a Seatbelt rule names a
+   * path that is not there yet just as well, so a protected file cannot be created either.
+   */
+  readonly guarded?: readonly string[];
+}
+
 /** An SBPL string literal. */
 function str(path: string): string {
   return `"${path.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
 }
 
-/** A path and everything below it. */
-function subpath(path: string): string {
-  return `(subpath ${str(path)})`;
+/** The real path of `path` when a symlink on the way leads elsewhere. */
+function realOf(path: string): string | undefined {
+  try {
+    const real = Deno.realPathSync(path);
+    return real === path ? undefined : real;
+  } catch {
+    return undefined;
+  }
 }
 
-/** The rule body for a list of paths, or nothing when empty. */
-function rule(action: string, paths: readonly string[]): string[] {
-  if (paths.length === 0) return [];
-  return [`(${action}`, ...paths.map((p) => `  ${subpath(p)}`), ")"];
+/** Each path as given and as its real path, without repeats, in order. */
+function bothSpellings(paths: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const path of paths) {
+    out.add(path);
+    const real = realOf(path);
+    if (real) out.add(real);
+  }
+  return [...out];
+}
+
+/** The rule body for a list of filters, or nothing when empty. */
+function rule(action: string, filters: readonly string[]): string[] {
+  if (filters.length === 0) return [];
+  return [`(${action}`, ...filters.map((f) => `  ${f}`), ")"];
+}
+
+/** A path and everything below it. */
+const subpaths = (paths: readonly string[]) => paths.map((p) => `(subpath ${str(p)})`);
+
+/**
+ * The folders between a writable root and each of `paths` (the root included): a rename of one
+ * would carry a secret or a protected file to a name no rule covers, and back once changed
+ * (the bubblewrap wall binds such a folder onto itself for the same reason).
+ */
+function foldersToPin(paths: readonly string[], writes: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const path of paths) {
+    const root = writes.find((w) => within(path, w) && path !== w);
+    if (!root) continue;
+    for (let dir = dirname(path); within(dir, root); dir = dirname(dir)) {
+      out.add(dir);
+      if (dir === root) break;
+    }
+  }
+  return [...out].sort();
 }
 
 /**
- * The Seatbelt profile of `policy`. `tmp` is the sandbox's private temporary folder (macOS has no
- * private `/tmp` per sandbox: the caller creates one and points `TMPDIR` and `HOME` there when
- * the policy shows no home); `net` the proxy's ports when the policy grants hosts.
+ * The Seatbelt profile of `policy` (see {@link SeatbeltOptions}).
  *
  * @example
  * ```ts
  * seatbeltProfile(policy, { tmp: "/private/var/folders/x/pml-1", deno: "/opt/deno" });
  * ```
  */
-export function seatbeltProfile(
-  policy: OsPolicy,
-  opts: { tmp: string; deno: string; net?: SeatbeltNet },
-): string {
+export function seatbeltProfile(policy: OsPolicy, opts: SeatbeltOptions): string {
   if (policy.net.length > 0 && !opts.net) {
     throw new Error("A sandbox with network grants needs its proxy's ports");
   }
-  const reads = [...new Set([...SEATBELT_SYSTEM_READS, ...policy.read, opts.deno, opts.tmp])];
-  const writes = [...new Set([...policy.write, opts.tmp])];
+  const reads = bothSpellings([...SEATBELT_SYSTEM_READS, ...policy.read, opts.deno, opts.tmp]);
+  const writes = bothSpellings([...policy.write, opts.tmp]);
+  const secrets = bothSpellings(policy.denyRead);
+  const guarded = bothSpellings([...policy.denyWrite, ...(opts.guarded ?? [])]);
   const lines = [
     "(version 1)",
     "(deny default)",
@@ -80,16 +139,26 @@ export function seatbeltProfile(
     "(allow ipc-posix-shm-read-data ipc-posix-shm-write-data)",
     // Path lookups need the metadata of every folder on the way (not the contents).
     "(allow file-read-metadata)",
-    ...rule("allow file-read*", reads),
-    ...rule("allow file-write*", writes),
-    '(allow file-write-data (literal "/dev/null") (literal "/dev/tty"))',
+    ...rule("allow file-read*", subpaths(reads)),
+    ...rule("allow file-write*", subpaths(writes)),
+    // Not `/dev/tty`: the user's terminal is no sandbox's (bubblewrap's `--new-session` too).
+    '(allow file-write-data (literal "/dev/null"))',
     // Secrets stay hidden inside what the reads and writes show (after them: the later rule wins).
-    ...rule("deny file-read* file-write*", policy.denyRead),
-    // Control and protected files: read-only inside the writable folders.
-    ...rule("deny file-write*", policy.denyWrite),
-    // Unix sockets granted by the policy (the SSH agent), nothing else.
-    ...policy.sockets.map((p) => `(allow network-outbound (literal ${str(p)}))`),
+    ...rule("deny file-read* file-write*", subpaths(secrets)),
+    // Control and protected files: read-only inside the writable folders, and not created.
+    ...rule("deny file-write*", subpaths(guarded)),
+    // Their folders cannot be renamed away (and back): files inside them stay writable.
+    ...rule(
+      "deny file-write-unlink",
+      foldersToPin([...secrets, ...guarded], writes).map((d) => `(literal ${str(d)})`),
+    ),
   ];
+  // Unix sockets granted by the policy (the SSH agent), nothing else: creating one is
+  // `system-socket`, connecting to it `network-outbound` on its path.
+  if (policy.sockets.length > 0) lines.push("(allow system-socket (socket-domain AF_UNIX))");
+  for (const p of bothSpellings(policy.sockets)) {
+    lines.push(`(allow network-outbound (literal ${str(p)}))`);
+  }
   if (opts.net) {
     // Outbound TCP only to the proxy's two ports on loopback: every other host, every other
     // loopback port, DNS and UDP stay refused (`deny default`).
@@ -101,7 +170,10 @@ export function seatbeltProfile(
   return lines.join("\n") + "\n";
 }
 
+/** Where macOS keeps `sandbox-exec`. */
+export const SANDBOX_EXEC = "/usr/bin/sandbox-exec";
+
 /** The `sandbox-exec` command line that runs `command` under `profile`. */
 export function sandboxExecArgs(profile: string, command: readonly string[]): string[] {
-  return ["/usr/bin/sandbox-exec", "-p", profile, ...command];
+  return [SANDBOX_EXEC, "-p", profile, ...command];
 }
