@@ -34,6 +34,40 @@ export const SEATBELT_SYSTEM_READS = [
   "/dev",
 ] as const;
 
+/**
+ * What a sandbox may read of the kernel's settings (a name, or a prefix ending in `.`): what
+ * `uname`, `sysconf`, the C library, V8 and language runtimes ask at start.
+ */
+export const SYSCTL_READS = [
+  "hw.",
+  "machdep.cpu.",
+  "machdep.ptrauth_enabled",
+  "kern.ostype",
+  "kern.osrelease",
+  "kern.osversion",
+  "kern.osproductversion",
+  "kern.osvariant_status",
+  "kern.version",
+  "kern.hostname",
+  "kern.argmax",
+  "kern.maxfiles",
+  "kern.maxfilesperproc",
+  "kern.maxproc",
+  "kern.ngroups",
+  "kern.usrstack64",
+  "kern.secure_kernel",
+  "kern.tcsm_available",
+  "kern.tcsm_enable",
+  "kern.willshutdown",
+  "sysctl.proc_cputype",
+  "vm.loadavg",
+  "security.mac.lockdown_mode_state",
+] as const;
+
+/** A sysctl filter: a whole name, or a prefix when it ends with `.`. */
+const sysctl = (name: string) =>
+  name.endsWith(".") ? `(sysctl-name-prefix ${str(name)})` : `(sysctl-name ${str(name)})`;
+
 /** The proxy's two ports on loopback (HTTP, SOCKS5), the sandbox's only network. */
 export interface SeatbeltNet {
   readonly httpPort: number;
@@ -124,8 +158,9 @@ export function seatbeltProfile(policy: OsPolicy, opts: SeatbeltOptions): string
   if (policy.net.length > 0 && !opts.net) {
     throw new Error("A sandbox with network grants needs its proxy's ports");
   }
-  const reads = bothSpellings([...SEATBELT_SYSTEM_READS, ...policy.read, opts.deno, opts.tmp]);
   const writes = bothSpellings([...policy.write, opts.tmp]);
+  // What a sandbox writes it reads too (bubblewrap binds it read-write).
+  const reads = bothSpellings([...SEATBELT_SYSTEM_READS, ...policy.read, opts.deno, ...writes]);
   const secrets = bothSpellings(policy.denyRead);
   const guarded = bothSpellings([...policy.denyWrite, ...(opts.guarded ?? [])]);
   const lines = [
@@ -134,7 +169,9 @@ export function seatbeltProfile(policy: OsPolicy, opts: SeatbeltOptions): string
     // Processes of the sandbox itself: they may start programs and signal each other only.
     "(allow process-exec process-fork)",
     "(allow signal (target same-sandbox))",
-    "(allow sysctl-read)",
+    // The machine's shape (CPUs, memory, OS release), not other processes: `kern.procargs2` would
+    // give any process of the user's arguments and environment, `pml`'s API keys included.
+    ...rule("allow sysctl-read", SYSCTL_READS.map(sysctl)),
     '(allow mach-lookup (global-name "com.apple.system.opendirectoryd.libinfo"))',
     "(allow ipc-posix-shm-read-data ipc-posix-shm-write-data)",
     // Path lookups need the metadata of every folder on the way (not the contents).

@@ -81,3 +81,34 @@ Deno.test("seatbelt: network only to the proxy's two loopback ports; quotes in p
     "-p",
   ]);
 });
+
+Deno.test("seatbelt: a path reached through a symlink is named as its real path too; folders of guarded files are pinned", async () => {
+  await using ws = tempWorkspace();
+  ws.write(".git/config", "[core]\n");
+  const link = join(ws.root, "ws-link");
+  Deno.symlinkSync(ws.dir, link);
+  const policy = sandboxPolicy({
+    view: "narrow",
+    env: {},
+    write: [link],
+    denyWrite: [join(link, ".git/config")],
+  });
+  const profile = seatbeltProfile(policy, {
+    tmp: "/t",
+    deno: "/d",
+    guarded: [join(link, ".bashrc")],
+  });
+  const lines = profile.split("\n");
+  const w = lines.indexOf("(allow file-write*");
+  const writes = lines.slice(w + 1, lines.indexOf(")", w));
+  assert(writes.includes(`  (subpath "${link}")`) && writes.includes(`  (subpath "${ws.dir}")`));
+  // A guarded file that does not exist yet is denied all the same (it cannot be created).
+  assertStringIncludes(profile, `(subpath "${join(link, ".bashrc")}")`);
+  // `.git` and the workspace cannot be renamed away, under either spelling.
+  const pin = lines.indexOf("(deny file-write-unlink");
+  assert(pin > w);
+  const pinned = lines.slice(pin + 1, lines.indexOf(")", pin));
+  for (const dir of [join(link, ".git"), link, join(ws.dir, ".git"), ws.dir]) {
+    assert(pinned.includes(`  (literal "${dir}")`), `${dir} is not pinned`);
+  }
+});
