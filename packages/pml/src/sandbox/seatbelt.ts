@@ -7,7 +7,8 @@
  * inside a writable folder. Seatbelt matches the real path of a file (`/private/var/…` for
  * `/var/…`): each path is written as given and, when a symlink leads elsewhere, as its real path.
  * Network: no namespace either, so the proxy (`net_proxy.ts`) listens on loopback TCP ports and
- * outbound connections are allowed to those ports only.
+ * outbound connections are allowed to those ports only; the ports are the profile's parameters
+ * (`sandbox-exec -D`), known once the proxy listens.
  *
  * Used on macOS behind the self-test of `seatbelt_canary.ts`: the wall is used only once a canary
  * run of a profile on this machine has shown that it holds. `seatbelt_crosscheck_test.ts` compares
@@ -18,7 +19,7 @@
  */
 import { dirname } from "node:path";
 import type { OsPolicy } from "./policy.ts";
-import { within } from "../config/control_files.ts";
+import { guardedPaths, within } from "../config/control_files.ts";
 
 /** What macOS itself needs readable for any program to start (dyld, frameworks, locale). */
 export const SEATBELT_SYSTEM_READS = [
@@ -68,11 +69,8 @@ export const SYSCTL_READS = [
 const sysctl = (name: string) =>
   name.endsWith(".") ? `(sysctl-name-prefix ${str(name)})` : `(sysctl-name ${str(name)})`;
 
-/** The proxy's two ports on loopback (HTTP, SOCKS5), the sandbox's only network. */
-export interface SeatbeltNet {
-  readonly httpPort: number;
-  readonly socksPort: number;
-}
+/** The profile's parameters holding the proxy's two loopback ports (HTTP, SOCKS5). */
+export const PROXY_PORT_PARAMS = ["PML_PROXY_HTTP_PORT", "PML_PROXY_SOCKS_PORT"] as const;
 
 /** What {@link seatbeltProfile} needs besides the policy. */
 export interface SeatbeltOptions {
@@ -83,14 +81,6 @@ export interface SeatbeltOptions {
   readonly tmp: string;
   /** The Deno binary (read-only). */
   readonly deno: string;
-  /** The proxy's ports, required when the policy grants hosts. */
-  readonly net?: SeatbeltNet;
-  /**
-   * Every guarded path of the write roots (`guardedPaths`), existing or not: the policy's
-   * `denyWrite` holds only those that exist (a bind needs a source), where a Seatbelt rule names a
-   * path that is not there yet just as well, so a protected file cannot be created either.
-   */
-  readonly guarded?: readonly string[];
 }
 
 /** An SBPL string literal. */
@@ -155,14 +145,14 @@ function foldersToPin(paths: readonly string[], writes: readonly string[]): stri
  * ```
  */
 export function seatbeltProfile(policy: OsPolicy, opts: SeatbeltOptions): string {
-  if (policy.net.length > 0 && !opts.net) {
-    throw new Error("A sandbox with network grants needs its proxy's ports");
-  }
   const writes = bothSpellings([...policy.write, opts.tmp]);
   // What a sandbox writes it reads too (bubblewrap binds it read-write).
   const reads = bothSpellings([...SEATBELT_SYSTEM_READS, ...policy.read, opts.deno, ...writes]);
   const secrets = bothSpellings(policy.denyRead);
-  const guarded = bothSpellings([...policy.denyWrite, ...(opts.guarded ?? [])]);
+  // Every guarded path of the writable folders, existing or not: the policy's `denyWrite` holds
+  // only those that exist (a bind needs a source); a rule names a path that is not there yet just as
+  // well, so a protected file cannot be created either.
+  const guarded = bothSpellings([...policy.denyWrite, ...guardedPaths(policy.write)]);
   const lines = [
     "(version 1)",
     "(deny default)",
@@ -196,13 +186,14 @@ export function seatbeltProfile(policy: OsPolicy, opts: SeatbeltOptions): string
   for (const p of bothSpellings(policy.sockets)) {
     lines.push(`(allow network-outbound (literal ${str(p)}))`);
   }
-  if (opts.net) {
+  if (policy.net.length > 0) {
     // Outbound TCP only to the proxy's two ports on loopback: every other host, every other
     // loopback port, DNS and UDP stay refused (`deny default`).
-    lines.push(
-      `(allow network-outbound (remote tcp "localhost:${opts.net.httpPort}"))`,
-      `(allow network-outbound (remote tcp "localhost:${opts.net.socksPort}"))`,
-    );
+    for (const param of PROXY_PORT_PARAMS) {
+      lines.push(
+        `(allow network-outbound (remote tcp (string-append "localhost:" (param "${param}"))))`,
+      );
+    }
   }
   return lines.join("\n") + "\n";
 }
@@ -210,7 +201,17 @@ export function seatbeltProfile(policy: OsPolicy, opts: SeatbeltOptions): string
 /** Where macOS keeps `sandbox-exec`. */
 export const SANDBOX_EXEC = "/usr/bin/sandbox-exec";
 
-/** The `sandbox-exec` command line that runs `command` under `profile`. */
-export function sandboxExecArgs(profile: string, command: readonly string[]): string[] {
-  return [SANDBOX_EXEC, "-p", profile, ...command];
+/**
+ * The `sandbox-exec` command line that runs `command` under `profile`, with the proxy's ports
+ * (HTTP, SOCKS5) when the policy grants hosts.
+ */
+export function sandboxExecArgs(
+  profile: string,
+  command: readonly string[],
+  proxyPorts?: readonly [number, number],
+): string[] {
+  const params = proxyPorts
+    ? PROXY_PORT_PARAMS.flatMap((name, i) => ["-D", `${name}=${proxyPorts[i]}`])
+    : [];
+  return [SANDBOX_EXEC, ...params, "-p", profile, ...command];
 }

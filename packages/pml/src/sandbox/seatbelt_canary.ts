@@ -2,7 +2,8 @@
  * The self-test behind the Seatbelt wall (issue 39): before `pml` confines anything with
  * `sandbox-exec` on a Mac, a canary runs under a profile of the same renderer on this machine and
  * must fail to read a secret, to write outside its workspace, to reach a host that is not granted
- * and to write a protected file, and must read and write its workspace and run a shell there. Only
+ * and to write a protected file, and must read and write its workspace, run a shell there and
+ * reach its network proxy's port. Only
  * then is the wall used; otherwise PML refuses what needs it (as where no wall works), naming what
  * failed. The result is kept in PML's home (`seatbelt-canary.json`, never in a workspace; that
  * folder is a secret of every sandbox), keyed by the macOS version and build, the renderer's
@@ -19,7 +20,7 @@ import { join } from "node:path";
 import { sha256Hex } from "../sha256.ts";
 import { guardedPaths } from "../config/control_files.ts";
 import { type OsPolicy, sandboxPolicy } from "./policy.ts";
-import { SANDBOX_EXEC, seatbeltProfile } from "./seatbelt.ts";
+import { sandboxExecArgs, seatbeltProfile } from "./seatbelt.ts";
 
 /** What the canary tries, in the order it tries them. */
 export const CANARY_PROBES = [
@@ -30,6 +31,7 @@ export const CANARY_PROBES = [
   "read-workspace",
   "write-workspace",
   "run-shell",
+  "reach-proxy",
 ] as const;
 export type CanaryProbe = typeof CANARY_PROBES[number];
 
@@ -42,6 +44,7 @@ export const CANARY_EXPECTED: Readonly<Record<CanaryProbe, "refused" | "done">> 
   "read-workspace": "done",
   "write-workspace": "done",
   "run-shell": "done",
+  "reach-proxy": "done",
 };
 
 /** Each probe in words, for the refusal and `pml doctor`. */
@@ -53,6 +56,7 @@ export const CANARY_WORDS: Readonly<Record<CanaryProbe, string>> = {
   "read-workspace": "read a file of the workspace",
   "write-workspace": "write a file in the workspace",
   "run-shell": "run /bin/sh in the workspace",
+  "reach-proxy": "connect to its network proxy's loopback port",
 };
 
 /** How one probe went: whether the operation was done, and what was seen (an error's name). */
@@ -209,12 +213,7 @@ const FINGERPRINT_POLICY: OsPolicy = {
 
 /** The fingerprint of what {@link seatbeltProfile} writes (the first 16 hex of its SHA-256). */
 export function profileFingerprint(): string {
-  const profile = seatbeltProfile(FINGERPRINT_POLICY, {
-    tmp: "/t",
-    deno: "/d",
-    net: { httpPort: 1, socksPort: 2 },
-    guarded: ["/w/.bashrc"],
-  });
+  const profile = seatbeltProfile(FINGERPRINT_POLICY, { tmp: "/t", deno: "/d" });
   return sha256Hex(profile).slice(0, 16);
 }
 
@@ -244,11 +243,12 @@ export interface CanaryScene {
   readonly outside: string;
   /** The sandbox's private temporary folder (its `TMPDIR`, `HOME` and `DENO_DIR` go there). */
   readonly tmp: string;
+  /** Grants one host, so that the network goes through the proxy only. */
   readonly policy: OsPolicy;
-  /** Every guarded path of the workspace, existing or not. */
-  readonly guarded: readonly string[];
   /** A loopback port that listens and is not granted. */
   readonly hostPort: number;
+  /** The loopback port that stands for the proxy (HTTP and SOCKS5). */
+  readonly proxyPort: number;
 }
 
 /**
@@ -258,16 +258,12 @@ export interface CanaryScene {
 export type CanaryWrap = (scene: CanaryScene, command: readonly string[]) => string[];
 
 /** The wrap of the Seatbelt wall: the scene's profile through `sandbox-exec`. */
-export const sandboxExecWrap: CanaryWrap = (scene, command) => [
-  SANDBOX_EXEC,
-  "-p",
-  seatbeltProfile(scene.policy, {
-    tmp: scene.tmp,
-    deno: Deno.execPath(),
-    guarded: scene.guarded,
-  }),
-  ...command,
-];
+export const sandboxExecWrap: CanaryWrap = (scene, command) =>
+  sandboxExecArgs(
+    seatbeltProfile(scene.policy, { tmp: scene.tmp, deno: Deno.execPath() }),
+    command,
+    [scene.proxyPort, scene.proxyPort],
+  );
 
 /** The secret the canary must not read, and where it lies under the scene's home. */
 const SECRET = "pml-canary-secret";
@@ -278,7 +274,7 @@ const SECRET_REL = ".ssh/id_pml_canary";
  * one JSON line of outcomes. Paths come as arguments.
  */
 const PROBE_CODE = `
-const [home, ws, outside, port] = Deno.args;
+const [home, ws, outside, port, proxyPort] = Deno.args;
 const out = {};
 const attempt = async (name, op) => {
   try { const seen = await op(); out[name] = { done: seen !== false }; }
@@ -297,11 +293,15 @@ await attempt("run-shell", async () => {
   const r = await new Deno.Command("/bin/sh", { args: ["-c", "echo ok > shell.txt"], cwd: ws }).output();
   return r.success;
 });
+await attempt("reach-proxy", async () => {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(proxyPort) });
+  conn.close();
+});
 console.log(JSON.stringify(out));
 `;
 
 /** Builds the canary's scene in a new temporary folder (removed by the runner). */
-export function canaryScene(): CanaryScene {
+export function canaryScene(ports: { hostPort: number; proxyPort: number }): CanaryScene {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-canary-" }));
   const home = join(root, "home");
   const workspace = join(root, "ws");
@@ -313,14 +313,15 @@ export function canaryScene(): CanaryScene {
   Deno.writeTextFileSync(join(home, SECRET_REL), SECRET);
   Deno.writeTextFileSync(join(workspace, ".git", "config"), "[core]\n");
   Deno.writeTextFileSync(join(workspace, "notes.txt"), "canary");
-  const guarded = guardedPaths([workspace]);
   const policy = sandboxPolicy({
     view: "toolbox",
     env: { HOME: home, PATH: "/usr/bin:/bin" },
     write: [workspace],
-    denyWrite: guarded,
+    denyWrite: guardedPaths([workspace]),
+    // A granted host the canary never asks for: the profile then has its proxy rules.
+    net: ["127.0.0.1:9"],
   });
-  return { root, home, workspace, outside, tmp, policy, guarded, hostPort: 0 };
+  return { root, home, workspace, outside, tmp, policy, ...ports };
 }
 
 /**
@@ -331,7 +332,8 @@ export function canaryScene(): CanaryScene {
 export function probeRunner(wrap: CanaryWrap, deno = Deno.execPath()): CanaryRunner {
   return () => {
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const scene = { ...canaryScene(), hostPort: listener.addr.port };
+    const proxy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const scene = canaryScene({ hostPort: listener.addr.port, proxyPort: proxy.addr.port });
     try {
       const command = [
         deno,
@@ -343,6 +345,7 @@ export function probeRunner(wrap: CanaryWrap, deno = Deno.execPath()): CanaryRun
         scene.workspace,
         scene.outside,
         String(scene.hostPort),
+        String(scene.proxyPort),
       ];
       const [program, ...args] = wrap(scene, command);
       const out = new Deno.Command(program, {
@@ -363,6 +366,7 @@ export function probeRunner(wrap: CanaryWrap, deno = Deno.execPath()): CanaryRun
       return checked(scene, parsed(out));
     } finally {
       listener.close();
+      proxy.close();
       try {
         Deno.removeSync(scene.root, { recursive: true });
       } catch { /* left in the temporary folder */ }

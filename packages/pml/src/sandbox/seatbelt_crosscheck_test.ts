@@ -62,12 +62,7 @@ function profiles(s: ReturnType<typeof scene>): { ours: SbplRule[]; theirs: Sbpl
     denyWrite: guarded,
     net: ["127.0.0.1:8080"],
   });
-  const ours = seatbeltProfile(policy, {
-    tmp: s.tmp,
-    deno: "/opt/deno/bin/deno",
-    net: { httpPort: HTTP_PORT, socksPort: SOCKS_PORT },
-    guarded,
-  });
+  const ours = seatbeltProfile(policy, { tmp: s.tmp, deno: "/opt/deno/bin/deno" });
   // sandbox-runtime finds its mandatory denies (`.git/hooks`, `.bashrc`, …) under the cwd.
   const cwd = Deno.cwd();
   Deno.chdir(s.ws);
@@ -86,7 +81,9 @@ function profiles(s: ReturnType<typeof scene>): { ours: SbplRule[]; theirs: Sbpl
   }
   const words = shellWords(wrapped);
   const theirs = words[words.indexOf("-p") + 1];
-  return { ours: sbplRules(ours), theirs: sbplRules(theirs) };
+  // The proxy's ports as `sandbox-exec -D` gives them.
+  const params = { PML_PROXY_HTTP_PORT: `${HTTP_PORT}`, PML_PROXY_SOCKS_PORT: `${SOCKS_PORT}` };
+  return { ours: sbplRules(ours, params), theirs: sbplRules(theirs) };
 }
 
 /** One question to both profiles: what each should answer, and why when they differ. */
@@ -352,4 +349,16 @@ Deno.test("seatbelt cross-check: the reader parses both profiles whole and decid
   assertEquals(sbplAllows(rules, { op: "file-read-data", path: "/a/s/k" }), false);
   assertEquals(sbplAllows(rules, { op: "file-read-metadata", path: "/a/s/k" }), true);
   assertEquals(sbplAllows(rules, { op: "file-read-data", path: "/ab" }), false);
+});
+
+Deno.test("seatbelt cross-check: the reader computes parameters as sandbox-exec -D gives them", () => {
+  const rules = sbplRules(
+    '(deny default)\n(allow network-outbound (remote tcp (string-append "localhost:" (param "P"))))',
+    { P: "7" },
+  );
+  const tcp = (port: number) => ({
+    op: "network-outbound" as const,
+    remote: { proto: "tcp" as const, host: "127.0.0.1", port },
+  });
+  assertEquals([sbplAllows(rules, tcp(7)), sbplAllows(rules, tcp(8))], [true, false]);
 });

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { assert, assertEquals, assertStringIncludes, assertThrows } from "../testing/assert.ts";
+import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 import { HOME_SECRETS, sandboxPolicy } from "./policy.ts";
 import { sandboxExecArgs, seatbeltProfile } from "./seatbelt.ts";
@@ -62,24 +62,24 @@ Deno.test("seatbelt: network only to the proxy's two loopback ports; quotes in p
     read: ['/ws/a "quoted" \\ path'],
     net: ["127.0.0.1:8080"],
   });
-  assertThrows(() => seatbeltProfile(policy, { tmp: "/t", deno: "/d" }));
-  const profile = seatbeltProfile(policy, {
-    tmp: "/t",
-    deno: "/d",
-    net: { httpPort: 40001, socksPort: 40002 },
-  });
+  const profile = seatbeltProfile(policy, { tmp: "/t", deno: "/d" });
   const network = profile.split("\n").filter((l) => l.includes("network"));
   assertEquals(network, [
-    '(allow network-outbound (remote tcp "localhost:40001"))',
-    '(allow network-outbound (remote tcp "localhost:40002"))',
+    '(allow network-outbound (remote tcp (string-append "localhost:" (param "PML_PROXY_HTTP_PORT"))))',
+    '(allow network-outbound (remote tcp (string-append "localhost:" (param "PML_PROXY_SOCKS_PORT"))))',
   ]);
   // The granted host itself is not reachable directly: only through the proxy.
   assert(!profile.includes("8080"));
   assertStringIncludes(profile, '(subpath "/ws/a \\"quoted\\" \\\\ path")');
-  assertEquals(sandboxExecArgs(profile, ["sh", "-c", "x"]).slice(0, 2), [
+  assertEquals(sandboxExecArgs(profile, ["sh", "-c", "x"], [40001, 40002]).slice(0, 6), [
     "/usr/bin/sandbox-exec",
+    "-D",
+    "PML_PROXY_HTTP_PORT=40001",
+    "-D",
+    "PML_PROXY_SOCKS_PORT=40002",
     "-p",
   ]);
+  assertEquals(sandboxExecArgs(profile, ["sh"]).slice(0, 2), ["/usr/bin/sandbox-exec", "-p"]);
 });
 
 Deno.test("seatbelt: a path reached through a symlink is named as its real path too; folders of guarded files are pinned", async () => {
@@ -93,11 +93,7 @@ Deno.test("seatbelt: a path reached through a symlink is named as its real path 
     write: [link],
     denyWrite: [join(link, ".git/config")],
   });
-  const profile = seatbeltProfile(policy, {
-    tmp: "/t",
-    deno: "/d",
-    guarded: [join(link, ".bashrc")],
-  });
+  const profile = seatbeltProfile(policy, { tmp: "/t", deno: "/d" });
   const lines = profile.split("\n");
   const w = lines.indexOf("(allow file-write*");
   const writes = lines.slice(w + 1, lines.indexOf(")", w));

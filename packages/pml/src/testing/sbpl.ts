@@ -70,10 +70,14 @@ export function parseSbpl(text: string): Sexp[] {
   return out;
 }
 
-/** The rules of a profile, in order (`version` and modifiers such as `with message` left out). */
-export function sbplRules(text: string): SbplRule[] {
+/**
+ * The rules of a profile, in order (`version` and modifiers such as `with message` left out), its
+ * `(param "NAME")` replaced by `params` (as `sandbox-exec -D NAME=value`) and `string-append` done.
+ */
+export function sbplRules(text: string, params: Readonly<Record<string, string>> = {}): SbplRule[] {
   const rules: SbplRule[] = [];
-  for (const exp of parseSbpl(text)) {
+  for (const parsed of parseSbpl(text)) {
+    const exp = evaluated(parsed, params);
     if (!Array.isArray(exp) || (exp[0] !== "allow" && exp[0] !== "deny")) continue;
     const operations = exp.slice(1).filter((x): x is string => typeof x === "string");
     const filters = exp.slice(1).filter((x) => Array.isArray(x) && x[0] !== "with");
@@ -112,6 +116,19 @@ export function sbplAllows(rules: readonly SbplRule[], probe: SbplProbe): boolea
     }
   }
   return true;
+}
+
+/** `exp` with its `param` and `string-append` forms computed. */
+function evaluated(exp: Sexp, params: Readonly<Record<string, string>>): Sexp {
+  if (!Array.isArray(exp)) return exp;
+  const [head, ...args] = exp.map((x) => evaluated(x, params));
+  if (head === "param") {
+    const name = text(args[0]);
+    if (!(name in params)) throw new TypeError(`The profile's parameter "${name}" is not given`);
+    return { str: params[name] };
+  }
+  if (head === "string-append") return { str: args.map(text).join("") };
+  return [head, ...args];
 }
 
 function coversOperation(ruleOp: string, op: string): boolean {
