@@ -111,6 +111,10 @@ function unpinnedPackages(mcps: Config["privateMcps"]): string[] {
 
 function osSandboxLine(unconfined: boolean, env: Readonly<Record<string, string>>): string {
   const os = detectOsSandbox(env.PATH, wallChoice(env.PML_SANDBOX_WALL));
+  if (os.available && "seatbelt" in os) {
+    return `Seatbelt (${os.seatbelt}, its self-test passed on this Mac at ${os.canary}): ` +
+      "local tools run confined to the workspace";
+  }
   if (os.available && "bwrap" in os) {
     return `bubblewrap (${os.bwrap}): local tools run confined to the workspace`;
   }

@@ -39,13 +39,18 @@ export interface LaunchSpec {
    */
   readonly landlock?: { readonly privateDir: string };
   /**
+   * Behind Seatbelt (macOS: no mounts either): the private folder, made and removed the same way;
+   * the sandbox is stopped with its process group.
+   */
+  readonly seatbelt?: { readonly privateDir: string };
+  /**
    * The network proxy to start (in `pml`) before the sandbox, with the hosts it lets through and
    * the folder its sockets go to (bound into the sandbox by `args`).
    */
   readonly netProxy?: {
     readonly grants: readonly string[];
     readonly dir: string;
-    /** Also on loopback TCP (the Landlock wall): see `NetProxy`'s `tcp`. */
+    /** Also on loopback TCP (the Landlock and Seatbelt walls): see `NetProxy`'s `tcp`. */
     readonly tcp?: boolean;
   };
   /** What the user declared (`node /srv/x.mjs`), for messages: not the sandbox's command line. */
@@ -228,7 +233,7 @@ export function denoLaunch(
     server: meta.server,
     command: started.program,
     osWall: true,
-    ...(own ? { landlock: own } : {}),
+    ...privateDirSpec(os, own),
     args: started.args,
     env: {
       ...env,
@@ -330,7 +335,7 @@ export function commandLaunch(
     server: meta.server,
     command: started.program,
     osWall: true,
-    ...(privateDir ? { landlock: privateDir } : {}),
+    ...privateDirSpec(os, privateDir),
     args: started.args,
     env: {
       ...pick(ctx.env, ["PATH"]),
@@ -413,11 +418,26 @@ function netProxyFor(policy: OsPolicy, os: OsWall): LaunchSpec["netProxy"] {
   return { grants: policy.net, dir: proxyDir(), ...("bwrap" in os ? {} : { tcp: true }) };
 }
 
-/** Behind Landlock: the private folder of the sandbox (chosen now, made at each start). */
+/**
+ * Behind Landlock or Seatbelt: the private folder of the sandbox (chosen now, made at each start;
+ * under the real path of the temporary folder, as Seatbelt matches real paths).
+ */
 function privateDirFor(os: OsWall): LaunchSpec["landlock"] {
   if ("bwrap" in os) return undefined;
-  const tmp = Deno.env.get("TMPDIR") || "/tmp";
+  let tmp = Deno.env.get("TMPDIR") || "/tmp";
+  try {
+    tmp = Deno.realPathSync(tmp);
+  } catch { /* as given: making the folder will say what is wrong */ }
   return { privateDir: `${tmp}/pml-sandbox-${crypto.randomUUID().slice(0, 13)}` };
+}
+
+/** The spec's field for the private folder, by wall. */
+function privateDirSpec(
+  os: OsWall,
+  own: LaunchSpec["landlock"],
+): Pick<LaunchSpec, "landlock" | "seatbelt"> {
+  if (!own) return {};
+  return "seatbelt" in os ? { seatbelt: own } : { landlock: own };
 }
 
 /** The private home of a raw command: its own caches, never the user's home. */

@@ -66,3 +66,39 @@ export function bridged(command: readonly string[], sh = "/bin/sh"): string[] {
   ].join("\n");
   return [sh, "-c", script, "pml-net", ...command];
 }
+
+const HTTP_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] as const;
+const SOCKS_VARS = ["ALL_PROXY", "all_proxy"] as const;
+
+/**
+ * `env` with its proxy variables pointed at the proxy's own loopback ports (HTTP, SOCKS5): where
+ * no namespace holds a bridge (Seatbelt on macOS), the sandbox connects to the host-side proxy's
+ * TCP listeners directly. Variables `env` does not set stay unset.
+ *
+ * @example
+ * ```ts
+ * proxyEnvOnPorts({ ...HTTP_PROXY_ENV }, [50001, 50002]).HTTP_PROXY; // "http://127.0.0.1:50001"
+ * ```
+ */
+export function proxyEnvOnPorts(
+  env: Readonly<Record<string, string>>,
+  [http, socks]: readonly [number, number],
+): Record<string, string> {
+  const out = { ...env };
+  for (const name of HTTP_VARS) if (name in out) out[name] = `http://127.0.0.1:${http}`;
+  for (const name of SOCKS_VARS) if (name in out) out[name] = `socks5h://127.0.0.1:${socks}`;
+  return out;
+}
+
+/**
+ * The same for a POSIX shell, the ports being in `$h` and `$s`: what a command started before the
+ * proxy listens runs first (`wallCommand` on macOS, for stdio dependencies).
+ */
+export function proxyEnvOnPortsShell(): string {
+  const set = (names: readonly string[], url: string) =>
+    `if [ -n "\${${names[0]}+x}" ]; then export ${names.map((n) => `${n}=${url}`).join(" ")}; fi`;
+  return [
+    set(HTTP_VARS, "http://127.0.0.1:$h"),
+    set(SOCKS_VARS, "socks5h://127.0.0.1:$s"),
+  ].join(" && ");
+}

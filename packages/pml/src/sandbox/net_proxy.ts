@@ -87,8 +87,8 @@ export class NetProxy {
       onEvent?: (event: ProxyEvent) => void;
       /**
        * Also listen on loopback TCP (ephemeral ports, written to `ports` in the folder as
-       * `HTTP SOCKS`): the Landlock wall has no network namespace to bridge into, and lets the
-       * sandbox connect to these two ports only.
+       * `HTTP SOCKS`): the Landlock and Seatbelt walls have no network namespace to bridge into,
+       * and let the sandbox connect to these two ports only.
        */
       tcp?: boolean;
     } = {},

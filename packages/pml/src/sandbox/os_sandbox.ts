@@ -9,6 +9,9 @@
  * proxy outside (`net_proxy.ts`, `net_bridge.ts`). Deno's permission flags stay the second wall
  * inside.
  *
+ * On macOS the same policy renders to a Seatbelt profile run by `sandbox-exec` (`seatbelt.ts`),
+ * used only once its self-test has passed on the machine (`seatbelt_canary.ts`).
+ *
  * @module
  */
 import { exists } from "../exists.ts";
@@ -17,11 +20,20 @@ import { dirname, join } from "node:path";
 import type { OsPolicy } from "./policy.ts";
 import { within } from "../config/control_files.ts";
 import { PmlError } from "../errors.ts";
-import { bridged, SANDBOX_NET_DIR } from "./net_bridge.ts";
+import { bridged, proxyEnvOnPortsShell, SANDBOX_NET_DIR } from "./net_bridge.ts";
 import { tmpfsArgs, withRlimits } from "./limits.ts";
 import { landlockAbi } from "./landlock.ts";
 import { libcPath } from "./libc.ts";
 import { landlockCommand } from "./landlock_command.ts";
+import { SANDBOX_EXEC, sandboxExecArgs, seatbeltProfile } from "./seatbelt.ts";
+import {
+  type CanaryRunner,
+  currentCanaryKey,
+  probeRunner,
+  sandboxExecWrap,
+  seatbeltCanary,
+} from "./seatbelt_canary.ts";
+import { pmlHomeOf } from "../config/config.ts";
 
 export type { OsPolicy } from "./policy.ts";
 
@@ -220,17 +232,22 @@ export function osCommand(
 
 /**
  * The program and arguments that start `command` under `policy` behind `wall`: bubblewrap
- * ({@link osCommand}) or Landlock (`landlock_command.ts`). `privateDir` is the Landlock sandbox's
- * writable home and temp folder (bubblewrap gives a private `/tmp` instead).
+ * ({@link osCommand}), Seatbelt ({@link seatbeltCommand}) or Landlock (`landlock_command.ts`).
+ * `privateDir` is the Landlock or Seatbelt sandbox's writable home and temp folder (bubblewrap
+ * gives a private `/tmp` instead); `proxyPorts` the proxy's loopback ports when it listens already.
  */
 export function wallCommand(
   wall: OsWall,
   policy: OsPolicy,
   cwd: string,
   command: readonly string[],
-  opts: Parameters<typeof osCommand>[4] & { privateDir?: string } = {},
+  opts: Parameters<typeof osCommand>[4] & {
+    privateDir?: string;
+    proxyPorts?: readonly [number, number];
+  } = {},
 ): { program: string; args: string[] } {
   if ("bwrap" in wall) return osCommand(wall.bwrap, policy, cwd, command, opts);
+  if ("seatbelt" in wall) return seatbeltCommand(policy, command, opts);
   return landlockCommand(wall.landlock, policy, command, {
     denoPath: opts.denoPath,
     fds: opts.channel === "fds",
@@ -240,12 +257,59 @@ export function wallCommand(
 }
 
 /**
+ * `command` under Seatbelt (`sandbox-exec`; the channel is stdio there, and the seccomp program has
+ * no use). With network grants, the proxy's ports are the profile's parameters: `proxyPorts` when
+ * the proxy already listens, else read from `<netDir>/ports` at start (a stdio dependency's proxy
+ * starts with it), the proxy variables pointed there too.
+ */
+function seatbeltCommand(
+  policy: OsPolicy,
+  command: readonly string[],
+  opts: {
+    denoPath?: string;
+    netDir?: string;
+    privateDir?: string;
+    proxyPorts?: readonly [number, number];
+  },
+): { program: string; args: string[] } {
+  if (!opts.privateDir) {
+    throw new PmlError("SANDBOX_SPEC", "A Seatbelt sandbox needs its private folder");
+  }
+  const profile = seatbeltProfile(policy, {
+    tmp: opts.privateDir,
+    deno: opts.denoPath ?? Deno.execPath(),
+  });
+  if (policy.net.length > 0 && !opts.proxyPorts) {
+    if (!opts.netDir) {
+      throw new PmlError("SANDBOX_SPEC", "A sandbox with network grants needs its proxy");
+    }
+    const params = `-D "PML_PROXY_HTTP_PORT=$h" -D "PML_PROXY_SOCKS_PORT=$s"`;
+    return {
+      program: "/bin/sh",
+      args: [
+        "-c",
+        `read h s < "$0/ports" && ${proxyEnvOnPortsShell()} && ` +
+        `exec ${SANDBOX_EXEC} ${params} "$@"`,
+        opts.netDir,
+        "-p",
+        profile,
+        ...command,
+      ],
+    };
+  }
+  const [program, ...args] = sandboxExecArgs(profile, command, opts.proxyPorts);
+  return { program, args };
+}
+
+/**
  * The OS wall this machine offers, and if none, why (for the refusal message, `pml status` and
  * `pml doctor`): bubblewrap where it can build its namespaces, else Landlock (with the reason
- * bubblewrap could not be used), else none.
+ * bubblewrap could not be used), else none; on macOS Seatbelt once its self-test passed
+ * (`canary`: when it ran).
  */
 export type OsSandboxStatus =
   | { readonly available: true; readonly bwrap: string }
+  | { readonly available: true; readonly seatbelt: string; readonly canary: string }
   | {
     readonly available: true;
     /** The Landlock ABI of this kernel. */
@@ -258,9 +322,10 @@ export type OsSandboxStatus =
 /** A status with a wall. */
 export type OsWall = Extract<OsSandboxStatus, { available: true }>;
 
-/** Which wall a status names: `bubblewrap`, `landlock` or `none`. */
-export function wallName(os: OsSandboxStatus): "bubblewrap" | "landlock" | "none" {
-  return !os.available ? "none" : "bwrap" in os ? "bubblewrap" : "landlock";
+/** Which wall a status names: `bubblewrap`, `landlock`, `seatbelt` or `none`. */
+export function wallName(os: OsSandboxStatus): "bubblewrap" | "landlock" | "seatbelt" | "none" {
+  if (!os.available) return "none";
+  return "bwrap" in os ? "bubblewrap" : "seatbelt" in os ? "seatbelt" : "landlock";
 }
 
 /**
@@ -279,6 +344,10 @@ const detected = new Map<string, OsSandboxStatus>();
 export function detectOsSandbox(path = defaultPath(), choice = defaultChoice()): OsSandboxStatus {
   const key = `${choice ?? ""}\0${path}`;
   let status = detected.get(key);
+  if (!status && Deno.build.os === "darwin") {
+    status = choice === "none" ? forced(choice) : detectSeatbelt();
+    detected.set(key, status);
+  }
   if (!status) {
     const found = choice === "landlock" || choice === "none" ? forced(choice) : findBwrap(path);
     status = typeof found === "string"
@@ -300,6 +369,8 @@ export async function detectOsSandboxSoon(
   const key = `${choice ?? ""}\0${path}`;
   const cached = detected.get(key);
   if (cached) return cached;
+  // The self-test runs at most once per macOS build (its result is recorded): not worth a detour.
+  if (Deno.build.os === "darwin") return detectOsSandbox(path, choice);
   const found = choice === "landlock" || choice === "none" ? forced(choice) : findBwrap(path);
   // `output()` throws a failed start synchronously: `then` turns it into a rejection.
   const probe = (bwrap: string) =>
@@ -358,12 +429,30 @@ const PROBE: Deno.CommandOptions = {
   stderr: "piped",
 };
 
+/**
+ * Seatbelt on this Mac: `sandbox-exec`, and the self-test's verdict (recorded in PML's home; run
+ * first when there is none for this macOS build, profile and Deno). `run` is the canary's runner.
+ */
+export function detectSeatbelt(
+  pmlHome = pmlHomeOf(Deno.env.toObject(), Deno.env.get("HOME") ?? "/"),
+  run: CanaryRunner = probeRunner(sandboxExecWrap),
+): OsSandboxStatus {
+  if (!exists(SANDBOX_EXEC)) {
+    return { available: false, reason: `Seatbelt's ${SANDBOX_EXEC} is missing on this Mac` };
+  }
+  const verdict = seatbeltCanary({ pmlHome, key: currentCanaryKey(), run });
+  return verdict.use
+    ? { available: true, seatbelt: SANDBOX_EXEC, canary: verdict.record.at }
+    : { available: false, reason: verdict.reason };
+}
+
 /** The `bwrap` on `path`, or why there is none to use. */
 function findBwrap(path: string): string | OsSandboxStatus {
   if (Deno.build.os !== "linux") {
     return {
       available: false,
-      reason: `no OS sandbox for ${Deno.build.os} yet (PML uses bubblewrap on Linux)`,
+      reason: `no OS sandbox for ${Deno.build.os} yet (PML uses bubblewrap or Landlock on ` +
+        "Linux, Seatbelt on macOS)",
     };
   }
   const bwrap = path.split(":").map((d) => join(d, "bwrap")).find(exists);

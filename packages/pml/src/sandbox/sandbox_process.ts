@@ -25,7 +25,7 @@ import {
 } from "./os_sandbox.ts";
 import { LANDLOCK_LAUNCHER } from "./landlock_command.ts";
 import { NetProxy } from "./net_proxy.ts";
-import { HTTP_PROXY_ENV, PROXY_ENV } from "./net_bridge.ts";
+import { HTTP_PROXY_ENV, PROXY_ENV, proxyEnvOnPorts } from "./net_bridge.ts";
 import { createGroup, joinThenRun } from "./cgroup.ts";
 import { diskBytesUnder } from "./_disk_writes.ts";
 
@@ -175,7 +175,7 @@ export class SandboxProcess {
    * Runs inside an OS wall: bubblewrap (its pid namespace lets strays be found and killed) or
    * Landlock (its init is the subreaper of what commands detach).
    */
-  readonly #confined: "bubblewrap" | "landlock" | undefined;
+  readonly #confined: "bubblewrap" | "landlock" | "seatbelt" | undefined;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
@@ -192,11 +192,16 @@ export class SandboxProcess {
     const deno = opts.denoPath ?? Deno.execPath();
     const os = spec.os ? (opts.osSandbox ?? detectOsSandbox()) : undefined;
     const confined = spec.os && os?.available ? { policy: spec.os, wall: os } : undefined;
-    const landlock = confined !== undefined && !("bwrap" in confined.wall);
-    this.#confined = confined && (landlock ? "landlock" : "bubblewrap");
-    // Behind Landlock nothing is mounted: the sandbox's home, temp folder and Deno cache are a
-    // private folder of the host's, removed when it ends.
-    const own = landlock ? Deno.makeTempDirSync({ prefix: "pml-sandbox-" }) : undefined;
+    const landlock = confined !== undefined && "landlock" in confined.wall;
+    const seatbelt = confined !== undefined && "seatbelt" in confined.wall;
+    this.#confined = confined &&
+      (landlock ? "landlock" : seatbelt ? "seatbelt" : "bubblewrap");
+    // Behind Landlock or Seatbelt nothing is mounted: the sandbox's home, temp folder and Deno
+    // cache are a private folder of the host's (by its real path: Seatbelt matches real paths),
+    // removed when it ends.
+    const own = landlock || seatbelt
+      ? Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-sandbox-" }))
+      : undefined;
     if (own) { for (const sub of ["home", "tmp", "deno"]) Deno.mkdirSync(`${own}/${sub}`); }
     // Deno's update check is a network lookup; a sandbox has no business with the network.
     const env: Record<string, string> = { ...spec.env, DENO_NO_UPDATE_CHECK: "1" };
@@ -228,7 +233,7 @@ export class SandboxProcess {
     // sandbox's network namespace (without the OS wall, Deno's --allow-net alone holds).
     const proxy = confined && confined.policy.net.length > 0
       ? new NetProxy(confined.policy.net, {
-        tcp: landlock,
+        tcp: landlock || seatbelt,
         onEvent: (e) => {
           if (e.allowed) return;
           this.#refused.push(`${e.host}:${e.port}`);
@@ -238,8 +243,11 @@ export class SandboxProcess {
       : undefined;
     // Programs a shell starts get SOCKS5 too; Deno code only HTTP(S) (see HTTP_PROXY_ENV).
     if (proxy) Object.assign(env, spec.run ? PROXY_ENV : HTTP_PROXY_ENV);
-    // A sandbox that runs programs keeps its protocol out of their reach (`SandboxChannel`).
-    const libc = confined && spec.run ? libcPath() : undefined;
+    // Behind Seatbelt: straight to the proxy's loopback ports (no bridge, no launcher to do it).
+    if (seatbelt && proxy?.ports) Object.assign(env, proxyEnvOnPorts(env, proxy.ports));
+    // A sandbox that runs programs keeps its protocol out of their reach (`SandboxChannel`):
+    // through `/proc`, which macOS does not have (nor `prctl`, which seals the runner).
+    const libc = confined && spec.run && !seatbelt ? libcPath() : undefined;
     const started = confined
       ? wallCommand(
         confined.wall,
@@ -249,9 +257,10 @@ export class SandboxProcess {
         {
           denoPath: deno,
           channel: libc ? "fds" : "stdio",
-          seccomp: unixSocketFilterFile(),
+          seccomp: seatbelt ? undefined : unixSocketFilterFile(),
           netDir: proxy?.dir,
           privateDir: own,
+          proxyPorts: proxy?.ports,
         },
       )
       : { program: deno, args: sandboxFlags(spec) };

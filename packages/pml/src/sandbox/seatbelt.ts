@@ -18,6 +18,7 @@
  * @module
  */
 import { dirname } from "node:path";
+import { PML_CODE_DIRS } from "../paths.ts";
 import type { OsPolicy } from "./policy.ts";
 import { guardedPaths, within } from "../config/control_files.ts";
 
@@ -79,7 +80,7 @@ export interface SeatbeltOptions {
    * creates one and points `TMPDIR`, and `HOME` when the policy shows none, there).
    */
   readonly tmp: string;
-  /** The Deno binary (read-only). */
+  /** The Deno binary (its folder is read-only, as PML's own code is). */
   readonly deno: string;
 }
 
@@ -147,7 +148,13 @@ function foldersToPin(paths: readonly string[], writes: readonly string[]): stri
 export function seatbeltProfile(policy: OsPolicy, opts: SeatbeltOptions): string {
   const writes = bothSpellings([...policy.write, opts.tmp]);
   // What a sandbox writes it reads too (bubblewrap binds it read-write).
-  const reads = bothSpellings([...SEATBELT_SYSTEM_READS, ...policy.read, opts.deno, ...writes]);
+  const reads = bothSpellings([
+    ...SEATBELT_SYSTEM_READS,
+    ...policy.read,
+    dirname(opts.deno),
+    ...PML_CODE_DIRS,
+    ...writes,
+  ]);
   const secrets = bothSpellings(policy.denyRead);
   // Every guarded path of the writable folders, existing or not: the policy's `denyWrite` holds
   // only those that exist (a bind needs a source); a rule names a path that is not there yet just as

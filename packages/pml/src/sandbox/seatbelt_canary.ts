@@ -2,8 +2,8 @@
  * The self-test behind the Seatbelt wall (issue 39): before `pml` confines anything with
  * `sandbox-exec` on a Mac, a canary runs under a profile of the same renderer on this machine and
  * must fail to read a secret, to write outside its workspace, to reach a host that is not granted
- * and to write a protected file, and must read and write its workspace, run a shell there and
- * reach its network proxy's port. Only
+ * and to write a protected file, and must read and write its workspace, run a shell there, reach
+ * its network proxy's port and read PML's own code. Only
  * then is the wall used; otherwise PML refuses what needs it (as where no wall works), naming what
  * failed. The result is kept in PML's home (`seatbelt-canary.json`, never in a workspace; that
  * folder is a secret of every sandbox), keyed by the macOS version and build, the renderer's
@@ -19,6 +19,7 @@
 import { join } from "node:path";
 import { sha256Hex } from "../sha256.ts";
 import { guardedPaths } from "../config/control_files.ts";
+import { sandboxEntry } from "../paths.ts";
 import { type OsPolicy, sandboxPolicy } from "./policy.ts";
 import { sandboxExecArgs, seatbeltProfile } from "./seatbelt.ts";
 
@@ -32,6 +33,7 @@ export const CANARY_PROBES = [
   "write-workspace",
   "run-shell",
   "reach-proxy",
+  "read-pml-code",
 ] as const;
 export type CanaryProbe = typeof CANARY_PROBES[number];
 
@@ -45,6 +47,7 @@ export const CANARY_EXPECTED: Readonly<Record<CanaryProbe, "refused" | "done">> 
   "write-workspace": "done",
   "run-shell": "done",
   "reach-proxy": "done",
+  "read-pml-code": "done",
 };
 
 /** Each probe in words, for the refusal and `pml doctor`. */
@@ -57,6 +60,7 @@ export const CANARY_WORDS: Readonly<Record<CanaryProbe, string>> = {
   "write-workspace": "write a file in the workspace",
   "run-shell": "run /bin/sh in the workspace",
   "reach-proxy": "connect to its network proxy's loopback port",
+  "read-pml-code": "read PML's own code (a sandbox's entry module)",
 };
 
 /** How one probe went: whether the operation was done, and what was seen (an error's name). */
@@ -274,7 +278,7 @@ const SECRET_REL = ".ssh/id_pml_canary";
  * one JSON line of outcomes. Paths come as arguments.
  */
 const PROBE_CODE = `
-const [home, ws, outside, port, proxyPort] = Deno.args;
+const [home, ws, outside, port, proxyPort, pmlCode] = Deno.args;
 const out = {};
 const attempt = async (name, op) => {
   try { const seen = await op(); out[name] = { done: seen !== false }; }
@@ -297,6 +301,7 @@ await attempt("reach-proxy", async () => {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(proxyPort) });
   conn.close();
 });
+await attempt("read-pml-code", () => Deno.readTextFileSync(pmlCode).length > 0);
 console.log(JSON.stringify(out));
 `;
 
@@ -346,6 +351,7 @@ export function probeRunner(wrap: CanaryWrap, deno = Deno.execPath()): CanaryRun
         scene.outside,
         String(scene.hostPort),
         String(scene.proxyPort),
+        sandboxEntry("std_entry"),
       ];
       const [program, ...args] = wrap(scene, command);
       const out = new Deno.Command(program, {

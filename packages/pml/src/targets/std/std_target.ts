@@ -454,7 +454,7 @@ export class StdTarget implements Target {
   /** Behind the Landlock wall: the guarded files that exist, as they are now. */
   #keptGuardedFiles(): GuardedSnapshot | undefined {
     const os = this.#osSandbox();
-    if (!os.available || "bwrap" in os) return undefined;
+    if (!os.available || !("landlock" in os)) return undefined;
     const { workspace, sandbox } = this.#config;
     return snapshotGuarded(guardedPaths([workspace, ...sandbox.write]));
   }

@@ -71,8 +71,9 @@ export class ChildTransport implements Transport {
     // The sandbox's only way to the network (its granted hosts), outside it, for its lifetime.
     const proxy = netProxy &&
       new NetProxy(netProxy.grants, { dir: netProxy.dir, tcp: netProxy.tcp });
-    // Behind Landlock, its home, temp folder and Deno cache: made now, removed at its end.
-    const own = this.spec.landlock?.privateDir;
+    // Behind Landlock or Seatbelt, its home, temp folder and Deno cache: made now, removed at its
+    // end.
+    const own = this.spec.landlock?.privateDir ?? this.spec.seatbelt?.privateDir;
     if (own) makePrivateDir(own);
     // Its tasks and memory, where a control group can hold them (`cgroup.ts`).
     const group = this.spec.group && createGroup(this.spec.group);
