@@ -136,7 +136,9 @@ function trustLine(config: Config): string {
     case "narrow":
       return "applies as it is (it widens nothing beyond the built-in defaults)";
     case "trusted":
-      return `trusted by a human (${config.trust.widens.length} widening entries)`;
+      return `trusted by a human (${config.trust.widens.length} widening entries)${
+        config.trust.edited ? "; edited by hand since, narrowing only" : ""
+      }`;
     case "untrusted":
       return `NOT TRUSTED: ${q(trustNotice(config) ?? "")}`;
   }

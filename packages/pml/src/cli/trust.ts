@@ -7,7 +7,7 @@
  * @module
  */
 import { loadConfig } from "../config/config.ts";
-import { readTrusted, trustHash, untrustWorkspace } from "../config/trust_store.ts";
+import { contentHash, readTrusted, trustHash, untrustWorkspace } from "../config/trust_store.ts";
 import { PmlError } from "../errors.ts";
 import type { CliIo } from "./io.ts";
 import { printableLine } from "../sandbox/printable.ts";
@@ -30,10 +30,15 @@ export async function runTrust(io: CliIo, opts: { yes: boolean }): Promise<numbe
     return 0;
   }
   io.stdout(
-    `${config.configPath} (sha256 ${trust.hash}) widens PML beyond its built-in defaults:\n` +
+    (trust.edited
+      ? `${config.configPath} (sha256 ${trust.hash}) changed since you trusted it; the change ` +
+        `widens PML:\n`
+      : `${config.configPath} (sha256 ${trust.hash}) widens PML beyond its built-in defaults:\n`) +
       // Each line quotes the file (untrusted until this answer): one line each, controls escaped.
       trust.widens.map((w) => `  - ${printableLine(w)}\n`).join("") +
-      `Until you trust it, PML applies only its deny and ask entries.\n`,
+      (trust.edited
+        ? `Until you trust it, PML applies the file without these.\n`
+        : `Until you trust it, PML applies only its deny and ask entries.\n`),
   );
   if (!opts.yes) {
     if (!io.isTerminal || !io.prompt) {
@@ -48,9 +53,14 @@ export async function runTrust(io: CliIo, opts: { yes: boolean }): Promise<numbe
       return 1;
     }
   }
-  await trustHash(config.pmlHome, trust.folder, trust.hash!);
+  // The text is kept with its hash (a later edit is compared with it) when it is still what was
+  // shown.
+  const text = await Deno.readTextFile(config.configPath).catch(() => undefined);
+  const shown = text !== undefined && contentHash(text) === trust.hash ? text : undefined;
+  await trustHash(config.pmlHome, trust.folder, trust.hash!, shown);
   io.stdout(
-    `Trusted ${config.configPath} as it is now; a later change by hand needs \`pml trust\` again.\n`,
+    `Trusted ${config.configPath} as it is now; a later change by hand that widens it needs ` +
+      `\`pml trust\` again.\n`,
   );
   return 0;
 }

@@ -14,7 +14,8 @@ import { within } from "./control_files.ts";
 import { byokValues } from "./dotenv.ts";
 import { requireSecureUrl } from "./secure_url.ts";
 import { realOrResolved, resolveWorkspace, type WorkspaceSource } from "./workspace.ts";
-import { contentHash, contentHashAsync, isTrustedHash } from "./trust_store.ts";
+import { contentHash, contentHashAsync, isTrustedHash, trustedContent } from "./trust_store.ts";
+import { trustedEdit } from "./trusted_edit.ts";
 import { narrowedFile, wideningOf } from "./widening.ts";
 
 /** The config file name, in the workspace. */
@@ -96,6 +97,14 @@ export interface WorkspaceTrust {
   readonly folder: string;
   /** SHA-256 hex of the file's bytes, when there is a file. */
   readonly hash?: string;
+  /**
+   * The file is a hand edit of content a human trusted (`trusted_edit.ts`): `trusted`, it widens
+   * nothing beyond that content; `untrusted`, `widens` is what the edit adds, and the file applies
+   * without it (`edit`) until a human runs `pml trust`.
+   */
+  readonly edited?: boolean;
+  /** The edited file as it applies meanwhile (expanded, without what waits). */
+  readonly edit?: PmlFile;
 }
 
 /**
@@ -104,6 +113,12 @@ export interface WorkspaceTrust {
  */
 export function trustNotice(config: Pick<Config, "trust" | "configPath">): string | undefined {
   if (config.trust.state !== "untrusted") return undefined;
+  if (config.trust.edit) {
+    return `This workspace's .pml.json changed since a human trusted it, and the change widens: ${
+      config.trust.widens.join("; ")
+    }. That waits for a human to run \`pml trust\` in a terminal in ${config.trust.folder}; ` +
+      `the rest of the file applies as trusted.`;
+  }
   return `This workspace's .pml.json is not trusted, so PML runs on the built-in defaults ` +
     `(reads allowed; writes, shell and installs asked) plus its deny and ask entries; it widens: ` +
     `${
@@ -313,10 +328,17 @@ function configOf(opts: ConfigSources, read: ConfigFileRead, hash: string | unde
   const parsed = text === undefined ? undefined : readPmlFile(text, configPath, opts.env);
   const pmlHome = pmlHomeOf(opts.env, opts.home ?? opts.env.HOME ?? ws.path);
   // Judged as written: a `${VAR}` widens (it reads the environment), and no value of one is quoted.
-  const trust = workspaceTrust(hash, parsed?.written ?? {}, ws.path, pmlHome);
-  // Until a human trusted it, a file that widens applies only where it narrows, unexpanded.
+  const trust = workspaceTrust(hash, parsed, ws.path, pmlHome, (text) => {
+    try {
+      return readPmlFile(text, configPath, opts.env).written;
+    } catch {
+      return undefined; // trusted content that no longer loads vouches for nothing
+    }
+  });
+  // Until a human trusted it, a file that widens applies only where it narrows, unexpanded; an
+  // edit of trusted content applies without what it adds.
   const written: PmlFile = trust.state === "untrusted" ? parsed!.written : parsed?.expanded ?? {};
-  const file = trust.state === "untrusted" ? narrowedFile(written) : written;
+  const file = trust.edit ?? (trust.state === "untrusted" ? narrowedFile(written) : written);
   let workspace = ws.path;
   if (file.workspace && ws.source !== "env") workspace = realOrResolved(ws.path, file.workspace);
   const sandbox = file.sandbox ?? {};
@@ -350,7 +372,8 @@ function configOf(opts: ConfigSources, read: ConfigFileRead, hash: string | unde
       })
       : DEFAULT_PERMISSIONS,
     // An untrusted file's permissions are the defaults narrowed by its ask and deny entries.
-    permissionsFromFile: file.permissions !== undefined && trust.state !== "untrusted",
+    permissionsFromFile: file.permissions !== undefined &&
+      (trust.state !== "untrusted" || trust.edit !== undefined),
     privateMcps: file.private_mcps ?? {},
     registries: file.registries ?? [],
     byokEnv: file.env ?? [],
@@ -378,19 +401,25 @@ export function pmlHomeOf(env: Readonly<Record<string, string>>, home: string): 
   return env.PML_HOME || join(home, ".pml");
 }
 
-/** `hash`: the SHA-256 hex of `.pml.json`, `undefined` when there is none. */
+/**
+ * `hash`: the SHA-256 hex of `.pml.json`, `undefined` when there is none; `parse` reads the
+ * content a human trusted before (as written), for an edit of it.
+ */
 function workspaceTrust(
   hash: string | undefined,
-  file: PmlFile,
+  parsed: { readonly written: PmlFile; readonly expanded: PmlFile } | undefined,
   folder: string,
   pmlHome: string,
+  parse: (text: string) => PmlFile | undefined,
 ): WorkspaceTrust {
-  if (hash === undefined) return { state: "none", widens: [], folder };
-  const widens = wideningOf(file, folder);
-  const state = widens.length === 0
-    ? "narrow"
-    : isTrustedHash(pmlHome, folder, hash)
-    ? "trusted"
-    : "untrusted";
-  return { state, widens, folder, hash };
+  if (hash === undefined || !parsed) return { state: "none", widens: [], folder };
+  const widens = wideningOf(parsed.written, folder);
+  if (widens.length === 0) return { state: "narrow", widens, folder, hash };
+  if (isTrustedHash(pmlHome, folder, hash)) return { state: "trusted", widens, folder, hash };
+  const before = trustedContent(pmlHome, folder);
+  const trusted = before === undefined ? undefined : parse(before);
+  const edit = trusted && trustedEdit(parsed.written, parsed.expanded, trusted, folder);
+  if (!edit) return { state: "untrusted", widens, folder, hash };
+  if (edit.held.length === 0) return { state: "trusted", widens, folder, hash, edited: true };
+  return { state: "untrusted", widens: edit.held, folder, hash, edited: true, edit: edit.file };
 }

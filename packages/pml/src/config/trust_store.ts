@@ -20,6 +20,11 @@ export interface TrustedEntry {
   /** SHA-256 hex of the `.pml.json` bytes the human trusted. */
   readonly sha256: string;
   readonly trustedAt: string;
+  /**
+   * The trusted text itself: a later hand edit is compared with it, so that one that only narrows
+   * keeps the trust (`trusted_edit.ts`). Absent in entries written before it was kept.
+   */
+  readonly content?: string;
 }
 
 interface TrustFile {
@@ -100,14 +105,28 @@ async function update(
  * `.pml.json` by `pml` on a human's decision (see {@link keepTrusted}).
  */
 export async function trustContent(pmlHome: string, workspace: string, text: string) {
-  await trustHash(pmlHome, workspace, contentHash(text));
+  await trustHash(pmlHome, workspace, contentHash(text), text);
 }
 
-/** As {@link trustContent}, for the content whose SHA-256 hex is `sha256` (what was shown). */
-export async function trustHash(pmlHome: string, workspace: string, sha256: string) {
+/**
+ * As {@link trustContent}, for the content whose SHA-256 hex is `sha256` (what was shown), with
+ * that content's text when the caller has it.
+ */
+export async function trustHash(
+  pmlHome: string,
+  workspace: string,
+  sha256: string,
+  content?: string,
+) {
   await update(pmlHome, (w) => {
-    w[workspace] = { sha256, trustedAt: new Date().toISOString() };
+    w[workspace] = { sha256, trustedAt: new Date().toISOString(), ...(content ? { content } : {}) };
   });
+}
+
+/** The `.pml.json` text a human last trusted for `workspace`, when the store kept it. */
+export function trustedContent(pmlHome: string, workspace: string): string | undefined {
+  const content = readTrusted(pmlHome)[workspace]?.content;
+  return typeof content === "string" ? content : undefined;
 }
 
 /**
@@ -120,7 +139,11 @@ export function trustContentSync(pmlHome: string, workspace: string, text: strin
   Deno.writeTextFileSync(
     tmp,
     changed(pmlHome, (w) => {
-      w[workspace] = { sha256: contentHash(text), trustedAt: new Date().toISOString() };
+      w[workspace] = {
+        sha256: contentHash(text),
+        trustedAt: new Date().toISOString(),
+        content: text,
+      };
     }),
   );
   Deno.renameSync(tmp, trustStorePath(pmlHome));

@@ -232,3 +232,48 @@ Deno.test("trust: a record written before the Web Crypto hash (node:crypto's hex
   cloned(ws, { permissions: { allow: ["filesystem", "shell"], ask: [], deny: [] } });
   assertEquals((await loadConfigAsync(sources)).trust.state, "untrusted", "other content");
 });
+
+Deno.test("trust: a hand edit of trusted content is judged against it: a changed private server, a new grant, a new cloudUrl naming a ${VAR} wait; what was trusted and what narrows apply", async () => {
+  const mcp = (args: string[]) => ({ type: "stdio", install: { command: "node", args } });
+  await using ws = tempWorkspace({
+    permissions: { allow: ["filesystem", "srv"], ask: [], deny: [] },
+    sandbox: { net: ["127.0.0.1:4873"] },
+    private_mcps: { srv: mcp(["srv.js"]), other: mcp(["other.js"]) },
+  });
+  cloned(ws, {
+    permissions: { allow: ["filesystem", "srv", "shell"], ask: [], deny: ["filesystem:move_file"] },
+    sandbox: { net: ["127.0.0.1:4873", "127.0.0.1:9999"] },
+    private_mcps: { srv: mcp(["srv.js"]), other: mcp(["evil.js"]) },
+  });
+  const c = testConfig(ws);
+  assertEquals(c.trust.state, "untrusted");
+  assertEquals(c.trust.edited, true);
+  assertEquals(c.trust.widens, [
+    'permissions.allow "shell" (beyond the read tools)',
+    'sandbox.net "127.0.0.1:9999"',
+    "private_mcps.other (runs node evil.js)",
+    "private_mcps.other (changed since it was trusted)",
+  ]);
+  assertEquals(c.permissions.allow, ["filesystem", "srv"]);
+  assertEquals(c.permissions.deny, ["filesystem:move_file"]);
+  assertEquals(c.sandbox.net, ["127.0.0.1:4873"]);
+  assertEquals(Object.keys(c.privateMcps), ["srv"]);
+  assertStringIncludes(trustNotice(c)!, "changed since a human trusted it");
+
+  // A new cloudUrl naming a variable waits, unexpanded; the rest applies as trusted.
+  cloned(ws, {
+    permissions: { allow: ["filesystem", "srv"], ask: [], deny: [] },
+    sandbox: { net: ["127.0.0.1:4873"] },
+    private_mcps: { srv: mcp(["srv.js"]), other: mcp(["other.js"]) },
+    cloudUrl: "${COLLECTOR}",
+  });
+  const v = testConfig(ws, { COLLECTOR: "https://collector.example" });
+  assertEquals(v.trust.state, "untrusted");
+  assert(
+    v.trust.widens.every((w) => w.startsWith('cloudUrl "${COLLECTOR}"')),
+    v.trust.widens.join(),
+  );
+  assert(!v.cloudUrl.includes("collector"), v.cloudUrl);
+  assertEquals(v.permissions.allow, ["filesystem", "srv"]);
+  assert(!trustNotice(v)!.includes("collector.example"), "no value of the variable is quoted");
+});
