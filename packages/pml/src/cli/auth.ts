@@ -53,14 +53,18 @@ export async function runAuth(
 ): Promise<number> {
   const { mcp, resource } = remoteOf(config, name);
   const store = new SignInStore(config.pmlHome);
-  const redirect = new RedirectPage({ warn: (line) => io.stderr(line + "\n") });
+  const settings = oauthSettings(mcp, config.env);
+  const redirect = new RedirectPage({
+    warn: (line) => io.stderr(line + "\n"),
+    fixed: settings.redirectUri,
+  });
   const { auth, extractWWWAuthenticateParams } = await loadClientAuth();
   let signedIn!: () => void;
   const done = new Promise<void>((resolve) => signedIn = resolve);
   const provider = new SignInProvider({
     server: name,
     resource,
-    settings: oauthSettings(mcp, config.env),
+    settings,
     store,
     redirect,
     fetch: opts.fetch,

@@ -61,6 +61,7 @@ function buildSchemas() {
       clientSecret: z.string().optional(),
       clientMetadataUrl: z.string().optional(),
       scope: z.string().optional(),
+      redirectUri: z.string().optional(),
     }).strict().optional(),
     tools: z.array(z.unknown()).optional(),
     tools_used: z.array(z.string()).optional(),

@@ -12,7 +12,8 @@
  * @module
  */
 import { randomLoopback, serveOwnLoopback } from "../gateway/own_loopback.ts";
-import { errorMessage } from "../errors.ts";
+import { errorMessage, PmlError } from "../errors.ts";
+import { isLoopbackHost } from "../config/secure_url.ts";
 
 /** How long a sign-in link may wait for the human. */
 export const SIGN_IN_TTL_MS = 10 * 60 * 1000;
@@ -35,19 +36,31 @@ export class RedirectPage {
   readonly #address: () => string;
   readonly #warn: (line: string) => void;
   readonly #now: () => number;
+  /** A redirect URI registered beforehand (`oauth.redirectUri`): its host, port and path. */
+  readonly #fixed?: URL;
 
+  /**
+   * `fixed`: the page answers exactly that loopback URI (a pre-registered client's), instead of
+   * a random `127.x.y.z` and port; it must be `http` on loopback with a port.
+   */
   constructor(
-    opts: { address?: () => string; warn?: (line: string) => void; now?: () => number } = {},
+    opts: {
+      address?: () => string;
+      warn?: (line: string) => void;
+      now?: () => number;
+      fixed?: string;
+    } = {},
   ) {
     this.#address = opts.address ?? randomLoopback;
     this.#warn = opts.warn ?? ((line) => console.error(line));
     this.#now = opts.now ?? Date.now;
+    if (opts.fixed !== undefined) this.#fixed = loopbackUri(opts.fixed);
   }
 
-  /** `http://127.x.y.z:PORT/callback` (starting the page if needed). */
+  /** `http://127.x.y.z:PORT/callback`, or the fixed URI (starting the page if needed). */
   get redirectUrl(): string {
     this.#start();
-    return `http://${this.#host}:${this.#port}/callback`;
+    return this.#fixed?.href ?? `http://${this.#host}:${this.#port}/callback`;
   }
 
   /** Waits for the redirect that carries `state`, once. */
@@ -70,6 +83,27 @@ export class RedirectPage {
 
   #start(): void {
     if (this.#server) return;
+    const fixed = this.#fixed;
+    if (fixed) {
+      const hostname = fixed.hostname === "localhost"
+        ? "127.0.0.1"
+        : fixed.hostname.replace(/^\[|\]$/g, "");
+      try {
+        this.#server = Deno.serve(
+          { hostname, port: Number(fixed.port), onListen: () => {} },
+          (req) => this.#handle(req),
+        );
+      } catch (err) {
+        throw new PmlError(
+          "SIGN_IN_FAILED",
+          `Cannot serve the sign-in redirect ${fixed.href} (oauth.redirectUri): ${
+            errorMessage(err)
+          }`,
+        );
+      }
+      this.#server.unref();
+      return;
+    }
     this.#server = serveOwnLoopback((req) => this.#handle(req), {
       address: this.#address,
       warn: this.#warn,
@@ -82,11 +116,10 @@ export class RedirectPage {
 
   async #handle(req: Request): Promise<Response> {
     const host = req.headers.get("host");
-    if (host !== `${this.#host}:${this.#port}`) {
-      return page(421, "Wrong host", `This page answers only ${this.#host}:${this.#port}.`);
-    }
+    const own = this.#fixed?.host ?? `${this.#host}:${this.#port}`;
+    if (host !== own) return page(421, "Wrong host", `This page answers only ${own}.`);
     const url = new URL(req.url);
-    if (req.method !== "GET" || url.pathname !== "/callback") {
+    if (req.method !== "GET" || url.pathname !== (this.#fixed?.pathname ?? "/callback")) {
       return page(404, "Not found", "Nothing here.");
     }
     const state = url.searchParams.get("state") ?? "";
@@ -123,6 +156,19 @@ export class RedirectPage {
     }
     return page(200, "Signed in", `${who} is signed in. You can close this tab.`);
   }
+}
+
+/** `uri` if it is an `http` loopback URI with a port (RFC 8252 §7.3), else a config error. */
+function loopbackUri(uri: string): URL {
+  const url = URL.canParse(uri) ? new URL(uri) : undefined;
+  if (!url || url.protocol !== "http:" || !isLoopbackHost(url.hostname) || !url.port) {
+    throw new PmlError(
+      "CONFIG_INVALID",
+      `oauth.redirectUri "${uri}" must be an http URI on loopback with a port ` +
+        `(such as "http://127.0.0.1:33418/callback"): PML serves it itself`,
+    );
+  }
+  return url;
 }
 
 /** Two issuer identifiers, compared as URLs (a trailing slash aside). */

@@ -71,7 +71,7 @@ export function oauthSettings(
   const raw: Record<string, string | undefined> = mcp?.oauth ?? {};
   const names = mcp?.envRequired ?? [];
   const settings: Record<string, string> = {};
-  for (const key of ["clientId", "clientSecret", "clientMetadataUrl", "scope"]) {
+  for (const key of ["clientId", "clientSecret", "clientMetadataUrl", "scope", "redirectUri"]) {
     const value = raw[key] === undefined ? undefined : fillHeader(raw[key], names, env);
     if (value) settings[key] = value;
   }
@@ -83,6 +83,7 @@ export class RemoteSignIn {
   readonly #d: RemoteSignInDeps;
   readonly store: SignInStore;
   readonly #redirect: RedirectPage;
+  readonly #fixedPages: RedirectPage[] = [];
   readonly #providers = new Map<string, SignInProvider>();
   readonly #waiting = new Map<string, Waiting>();
   /** The last link of each server, for reminders (the human's only). */
@@ -117,7 +118,7 @@ export class RemoteSignIn {
         resource,
         settings,
         store: this.store,
-        redirect: this.#redirect,
+        redirect: this.#redirectFor(settings),
         fetch: this.#d.fetch,
         now: this.#d.now,
         onLink: (link) => this.#announce(server, resource, link),
@@ -249,7 +250,15 @@ export class RemoteSignIn {
   }
 
   async close(): Promise<void> {
-    await this.#redirect.close();
+    await Promise.all([this.#redirect, ...this.#fixedPages].map((p) => p.close()));
+  }
+
+  /** The shared redirect page, or one of its own for a server with a registered redirect URI. */
+  #redirectFor(settings: OAuthSettings): RedirectPage {
+    if (!settings.redirectUri) return this.#redirect;
+    const page = new RedirectPage({ fixed: settings.redirectUri, now: this.#d.now });
+    this.#fixedPages.push(page);
+    return page;
   }
 
   /**

@@ -33,6 +33,8 @@ export interface OAuthSettings {
   readonly clientSecret?: string;
   readonly clientMetadataUrl?: string;
   readonly scope?: string;
+  /** A redirect URI registered beforehand with the client (loopback `http` with a port). */
+  readonly redirectUri?: string;
 }
 
 /** What a {@link SignInProvider} needs. */
