@@ -9,7 +9,7 @@
  * @module
  */
 import { authenticateMcp, isMcpRequest, isOauthPath, noOauth } from "./auth/mcp_auth.ts";
-import { errorResponse, HttpError, jsonResponse } from "./http.ts";
+import { BODY_TIMEOUT_MS, errorResponse, HttpError, jsonResponse } from "./http.ts";
 import { RegistryCache } from "./registry/cache.ts";
 import type { RoutingTable } from "./registry/routing_table.ts";
 import { serveCatalog } from "./routes/catalog.ts";
@@ -20,6 +20,7 @@ import { serveRegistryEntry } from "./routes/registry.ts";
 import { serveRouting } from "./routes/routing.ts";
 import type { Store } from "./store/store.ts";
 import { StoreUnavailableError } from "./store/unavailable.ts";
+import { throttledLog } from "./throttled_log.ts";
 
 /** Default largest request body (1 MiB). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -34,11 +35,16 @@ export interface AppDeps {
   readonly cacheTtlMs?: number;
   /** Largest request body accepted (default {@link MAX_BODY_BYTES}). */
   readonly maxBodyBytes?: number;
+  /** How long a request body may take to arrive, whole (ms, default 30 000); then 408. */
+  readonly bodyTimeoutMs?: number;
   /** Clock in ms since the epoch. */
   readonly now?: () => number;
   /** Where unexpected errors are reported (default `console.error`). */
   readonly logError?: (message: string, error: unknown) => void;
-  /** Where an outage of the store is reported, one line at a time (default `console.error`). */
+  /**
+   * Where an outage of the store and a client's broken request (a body that did not arrive in time
+   * or was cut off) are reported, at most one line per 10 s each (default `console.error`).
+   */
   readonly log?: (line: string) => void;
 }
 
@@ -63,6 +69,7 @@ export function createApp(deps: AppDeps): App {
     routing: deps.routing,
     mcp: deps.mcp,
     maxBodyBytes: deps.maxBodyBytes ?? MAX_BODY_BYTES,
+    bodyTimeoutMs: deps.bodyTimeoutMs ?? BODY_TIMEOUT_MS,
     now,
     onWrite: () => cache.invalidate(),
   };
@@ -100,14 +107,25 @@ export function createApp(deps: AppDeps): App {
     throw new HttpError(404, "not_found", `No route for ${method} ${path.slice(0, 200)}`);
   }
 
-  const storeDown = outageLog(now, deps.log ?? ((line) => console.error(line)));
+  const log = deps.log ?? ((line: string) => console.error(line));
+  const storeDown = throttledLog(log, now);
+  const clientFault = throttledLog(log, now);
   return async (request) => {
     try {
       return await route(request);
     } catch (error) {
-      if (error instanceof HttpError) return errorResponse(error);
+      if (error instanceof HttpError) {
+        if (CLIENT_FAULTS.has(error.code)) {
+          clientFault(
+            `pml-server: client error: ${request.method} ${
+              new URL(request.url).pathname.slice(0, 200)
+            } answered ${error.status} ${error.code}: ${error.message}`,
+          );
+        }
+        return errorResponse(error);
+      }
       if (error instanceof StoreUnavailableError) {
-        storeDown(error);
+        storeDown(`pml-server: ${error.message}: requests answer 503 store_unavailable`);
         return storeUnavailable(request, error);
       }
       logError(`pml-server: ${request.method} ${new URL(request.url).pathname} failed:`, error);
@@ -137,20 +155,10 @@ function storeUnavailable(request: Request, error: StoreUnavailableError): Respo
 export const STORE_UNAVAILABLE_RPC = -32003;
 
 /**
- * Logs an outage of the store once when it begins and then at most every 10 s with the number of
- * requests it failed, rather than once per request.
+ * Client errors worth a log line (the client's, never a server `500`): a body that did not arrive
+ * in time or was cut off. Other 4xx are ordinary answers.
  */
-function outageLog(now: () => number, log: (line: string) => void) {
-  let loggedAt = Number.NEGATIVE_INFINITY;
-  let failed = 0;
-  return (error: StoreUnavailableError) => {
-    failed++;
-    if (now() - loggedAt < 10_000) return;
-    log(`pml-server: ${error.message} (${failed} request(s) answered 503 store_unavailable)`);
-    loggedAt = now();
-    failed = 0;
-  };
-}
+const CLIENT_FAULTS = new Set(["request_timeout", "incomplete_body"]);
 
 /** `GET` with an event-stream `Accept` (SSE stream) or `DELETE` (session end) belong to MCP. */
 function isMcpSessionRequest(request: Request): boolean {

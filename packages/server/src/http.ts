@@ -63,13 +63,24 @@ export function parseJsonBody(bytes: Uint8Array): ParsedBody {
   }
 }
 
+/** Default time a request body may take to arrive, whole (ms). */
+export const BODY_TIMEOUT_MS = 30_000;
+
 /**
  * Reads the whole request body, refusing more than `maxBytes` (by `Content-Length` first, then
- * while streaming, so a lying or absent header does not help).
+ * while streaming, so a lying or absent header does not help) and waiting at most `timeoutMs` for
+ * all of it (a client that sends part of a body and then nothing, or trickles it, holds no
+ * connection beyond that).
  *
- * @throws {HttpError} 413 `payload_too_large`.
+ * @throws {HttpError} 413 `payload_too_large`; 408 `request_timeout` (with `Connection: close`)
+ * when the body did not arrive in time; 400 `incomplete_body` when the client cut it off. Both
+ * are the client's failures: the app logs them as such, never as a server error.
  */
-export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+export async function readBody(
+  request: Request,
+  maxBytes: number,
+  timeoutMs = BODY_TIMEOUT_MS,
+): Promise<Uint8Array> {
   const tooLarge = () =>
     new HttpError(413, "payload_too_large", `Request body is larger than ${maxBytes} bytes`);
   const declared = Number(request.headers.get("content-length") ?? "0");
@@ -81,15 +92,43 @@ export async function readBody(request: Request, maxBytes: number): Promise<Uint
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw tooLarge();
+  let late = false;
+  const timer = setTimeout(() => {
+    late = true;
+    reader.cancel().catch(() => {}); // the pending read ends
+  }, timeoutMs);
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        if (late) break;
+        throw new HttpError(
+          400,
+          "incomplete_body",
+          `The request body was cut off after ${size} bytes: ${(error as Error).message}`,
+        );
+      }
+      if (late || chunk.done) break;
+      size += chunk.value.byteLength;
+      if (size > maxBytes) {
+        await reader.cancel();
+        throw tooLarge();
+      }
+      chunks.push(chunk.value);
     }
-    chunks.push(value);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (late) {
+    throw new HttpError(
+      408,
+      "request_timeout",
+      `The request body did not arrive within ${timeoutMs} ms (${size} bytes received)`,
+      {},
+      { connection: "close" },
+    );
   }
   const body = new Uint8Array(size);
   let offset = 0;

@@ -9,6 +9,8 @@
  * | SQLite folder | `--data-dir` | `PML_DATA_DIR` | `~/.pml-server` (`./data` without `HOME`) |
  * | PostgreSQL | | `PML_DATABASE_URL` | none: SQLite |
  * | deadline of one PostgreSQL operation (ms) | | `PML_DATABASE_TIMEOUT_MS` | 3000 |
+ * | time for a request's headers (ms, `0`: no guard) | | `PML_HEADER_TIMEOUT_MS` | 10000 |
+ * | time for a request's body (ms) | | `PML_BODY_TIMEOUT_MS` | 30000 |
  * | registry folder | `--registry-dir` | `PML_REGISTRY_DIR` | the repository's `registry/` |
  *
  * @module
@@ -17,6 +19,10 @@ import { join, resolve } from "node:path";
 
 /** Default port of `pml-server serve`. */
 export const DEFAULT_PORT = 3003;
+/** Default time for a request's headers (ms). */
+export const DEFAULT_HEADER_TIMEOUT_MS = 10_000;
+/** Default time for a request's body (ms). */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 
 /** The resolved configuration. */
 export interface ServerConfig {
@@ -27,6 +33,10 @@ export interface ServerConfig {
   readonly databaseUrl?: string;
   /** Deadline of one PostgreSQL operation, connecting included (ms). */
   readonly databaseTimeoutMs?: number;
+  /** Time for a request's headers (ms); `0` serves without the header guard. */
+  readonly headerTimeoutMs: number;
+  /** Time for a request's body, whole (ms). */
+  readonly bodyTimeoutMs: number;
   /** Absolute `registry/` folder (std modules, MCP metadata, routing.json). */
   readonly registryDir: string;
 }
@@ -58,7 +68,10 @@ export function resolveConfig(
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new TypeError(`Invalid PML_DATABASE_URL: expected a postgres:// URL`);
   }
-  const databaseTimeoutMs = positiveMs("PML_DATABASE_TIMEOUT_MS", env("PML_DATABASE_TIMEOUT_MS"));
+  const databaseTimeoutMs = durationMs("PML_DATABASE_TIMEOUT_MS", env);
+  const headerTimeoutMs = durationMs("PML_HEADER_TIMEOUT_MS", env, { zero: true }) ??
+    DEFAULT_HEADER_TIMEOUT_MS;
+  const bodyTimeoutMs = durationMs("PML_BODY_TIMEOUT_MS", env) ?? DEFAULT_BODY_TIMEOUT_MS;
   const home = env("HOME");
   const dataDir = flags["data-dir"] ?? env("PML_DATA_DIR") ??
     (home ? join(home, ".pml-server") : "data");
@@ -70,14 +83,24 @@ export function resolveConfig(
     dataDir: resolve(cwd, dataDir),
     databaseUrl,
     ...(databaseTimeoutMs === undefined ? {} : { databaseTimeoutMs }),
+    headerTimeoutMs,
+    bodyTimeoutMs,
     registryDir: resolve(cwd, registryDir),
   };
 }
 
-/** A duration in ms from the environment (`undefined` when unset). */
-function positiveMs(name: string, text: string | undefined): number | undefined {
+/** A duration in ms from the environment variable `name` (`undefined` when unset). */
+function durationMs(
+  name: string,
+  env: (name: string) => string | undefined,
+  options: { zero?: boolean } = {},
+): number | undefined {
+  const text = env(name);
   if (text === undefined || text === "") return undefined;
   const ms = /^[0-9]{1,9}$/.test(text) ? Number(text) : NaN;
-  if (!(ms > 0)) throw new TypeError(`Invalid ${name} "${text}": expected a positive integer`);
+  if (!(ms > 0 || (options.zero && ms === 0))) {
+    const what = options.zero ? "an integer from 0" : "a positive integer";
+    throw new TypeError(`Invalid ${name} "${text}": expected ${what} (milliseconds)`);
+  }
   return ms;
 }

@@ -1,11 +1,13 @@
 /**
  * `pml-server serve`: opens the store, seeds the registry, serves `createApp` with `Deno.serve`
- * and shuts down gracefully (in-flight requests finish) on SIGINT or SIGTERM.
+ * behind the {@link HeaderGuard} (unless `PML_HEADER_TIMEOUT_MS=0`) and shuts down gracefully
+ * (in-flight requests finish) on SIGINT or SIGTERM.
  *
  * @module
  */
 import { join } from "node:path";
 import { createApp } from "../app.ts";
+import { HeaderGuard } from "../header_guard.ts";
 import { createMcpHandler } from "../mcp/mcp_handler.ts";
 import { loadRoutingTable } from "../registry/routing_table.ts";
 import { seedRegistry } from "../registry/seed.ts";
@@ -26,24 +28,44 @@ export async function serveCommand(config: ServerConfig, io: CliIo): Promise<num
         `registry: ${seeded.added.length} added, ${seeded.updated.length} updated, ` +
         `${seeded.removed.length} removed, ${seeded.unchanged} unchanged`,
     );
-    const mcp = createMcpHandler({ store, routing, log: (line) => io.stderr(line) });
-    const server = Deno.serve(
-      {
-        port: config.port,
+    const mcp = createMcpHandler({
+      store,
+      routing,
+      log: (line) => io.stderr(line),
+      bodyTimeoutMs: config.bodyTimeoutMs,
+    });
+    const app = createApp({
+      store,
+      routing,
+      mcp,
+      bodyTimeoutMs: config.bodyTimeoutMs,
+      log: (line) => io.stderr(line),
+    });
+    const announce = ({ hostname, port }: Deno.NetAddr) => {
+      const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+      io.stdout(`pml-server listening on http://${host}:${port}/`);
+    };
+    // Deno.serve has no header timeout: with one, the HeaderGuard takes the public address and
+    // relays to Deno.serve on a Unix socket in a private folder (see header_guard.ts).
+    const socketDir = config.headerTimeoutMs > 0
+      ? await Deno.makeTempDir({ prefix: "pml-server-" })
+      : undefined;
+    const guard = socketDir
+      ? HeaderGuard.listen({
         hostname: config.hostname,
-        onListen: ({ hostname, port }) => {
-          const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-          io.stdout(`pml-server listening on http://${host}:${port}/`);
-        },
-      },
-      createApp({
-        store,
-        routing,
-        mcp,
-      }),
-    );
+        port: config.port,
+        upstreamPath: join(socketDir, "http.sock"),
+        headerTimeoutMs: config.headerTimeoutMs,
+        log: (line) => io.stderr(line),
+      })
+      : undefined;
+    const server = socketDir
+      ? Deno.serve({ transport: "unix", path: join(socketDir, "http.sock"), onListen() {} }, app)
+      : Deno.serve({ port: config.port, hostname: config.hostname, onListen: announce }, app);
+    if (guard) announce(guard.addr);
     const stop = () => {
       io.stderr("pml-server: shutting down");
+      void guard?.close();
       server.shutdown();
     };
     Deno.addSignalListener("SIGINT", stop);
@@ -53,7 +75,9 @@ export async function serveCommand(config: ServerConfig, io: CliIo): Promise<num
     } finally {
       Deno.removeSignalListener("SIGINT", stop);
       Deno.removeSignalListener("SIGTERM", stop);
+      await guard?.close();
       await mcp.close();
+      if (socketDir) await Deno.remove(socketDir, { recursive: true }).catch(() => {});
     }
     return 0;
   } finally {

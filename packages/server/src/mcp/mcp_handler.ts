@@ -50,6 +50,8 @@ export interface McpHandlerDeps {
   readonly log?: (line: string) => void;
   /** Largest MCP request body (default 1 MiB). */
   readonly maxBodyBytes?: number;
+  /** How long an MCP request body may take to arrive (ms, default 30 000); then 408. */
+  readonly bodyTimeoutMs?: number;
   /** Upper bound of one proxied call (ms, default 60 000). */
   readonly proxyTimeoutMs?: number;
   /** How long an idle upstream session of the http proxy stays open (ms, default 60 000). */
@@ -132,7 +134,8 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const handler = async (request: Request, context: McpRequestContext): Promise<Response> => {
     if (request.method !== "POST") return methodNotAllowed();
     const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
-    const parsedBody = context.parsedBody ?? await readJson(request, maxBodyBytes);
+    const parsedBody = context.parsedBody ??
+      await readJson(request, maxBodyBytes, deps.bodyTimeoutMs);
     if (parsedBody instanceof Response) return parsedBody;
     const requestContext: RequestContext = {
       snapshot: await catalog.snapshot(),
@@ -254,8 +257,12 @@ function meta(id: string, envRequired: readonly string[]): Record<string, unknow
 }
 
 /** Reads a bounded JSON body; a JSON-RPC parse error response when it is not JSON. */
-async function readJson(request: Request, maxBodyBytes: number): Promise<unknown> {
-  const body = parseJsonBody(await readBody(request, maxBodyBytes));
+async function readJson(
+  request: Request,
+  maxBodyBytes: number,
+  timeoutMs?: number,
+): Promise<unknown> {
+  const body = parseJsonBody(await readBody(request, maxBodyBytes, timeoutMs));
   return body.ok ? body.value : jsonRpcError(400, -32700, `Parse error: ${body.error.message}`);
 }
 

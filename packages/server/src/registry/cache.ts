@@ -70,7 +70,8 @@ export class RegistryCache {
   async lookup(name: string): Promise<ServedEntry | null> {
     if (this.#now() - this.#checkedAt >= this.#ttlMs) {
       const checked = this.#checkVersion();
-      if (!this.#storeDown) await checked;
+      if (this.#storeDown) checked.catch(() => {}); // in the background: serve what is held
+      else await checked;
     }
     const hit = this.#entries.get(name);
     if (hit !== undefined) return hit;

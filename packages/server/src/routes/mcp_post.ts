@@ -26,6 +26,8 @@ export interface McpPostDeps extends PublishDeps {
   readonly store: Store;
   readonly mcp?: McpHandler;
   readonly maxBodyBytes: number;
+  /** How long the body may take to arrive (ms). */
+  readonly bodyTimeoutMs: number;
 }
 
 /** Authenticates, then routes the request to the MCP handler or to publishing. */
@@ -44,7 +46,7 @@ export async function handleMcpPost(request: Request, deps: McpPostDeps): Promis
       `Expected Content-Type "application/json", got "${contentType}"`,
     );
   }
-  const parsed = parseJsonBody(await readBody(request, deps.maxBodyBytes));
+  const parsed = parseJsonBody(await readBody(request, deps.maxBodyBytes, deps.bodyTimeoutMs));
   if (!parsed.ok) {
     throw new HttpError(
       400,
