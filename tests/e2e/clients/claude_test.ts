@@ -395,6 +395,34 @@ Deno.test("claude -p: an `ask` write, whose elicitation print mode leaves unansw
   assertHermetic(api, trap);
 });
 
+Deno.test("claude -p: an untrusted .pml.json's notice reaches the model (Claude Code hands it structuredContent alone), in a refusal and in a question", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace();
+  // A file nobody trusted (a cloned repository's): its allow waits, its deny applies.
+  Deno.writeTextFileSync(
+    join(ws.dir, ".pml.json"),
+    JSON.stringify({ permissions: { allow: ["filesystem"], ask: [], deny: ["shell"] } }),
+  );
+  await using api = startAnthropicApi([
+    {
+      tools: [
+        { name: "mcp__pml__filesystem__read_file", input: { path: "../outside.txt" } },
+        { name: "mcp__pml__filesystem__write_file", input: { path: "a.txt", content: "A" } },
+      ],
+    },
+    { text: "done" },
+  ]);
+  const run = await runClaude({ cwd: ws.dir, home: ws.home, api, trap, mcpServers: pmlStdio(ws) });
+  assertRanOk(run, api);
+  const results = resultsByTool(api.turns(), 1);
+  for (const tool of ["mcp__pml__filesystem__read_file", "mcp__pml__filesystem__write_file"]) {
+    const seen = results.get(tool)?.text ?? "";
+    assertStringIncludes(seen, "not trusted", `${tool}: ${seen}`);
+    assertStringIncludes(seen, "pml trust", `${tool}: ${seen}`);
+  }
+  assertHermetic(api, trap);
+});
+
 Deno.test("claude -p: an Elicitation hook answers PML's question in place: yes writes, decline refuses", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({

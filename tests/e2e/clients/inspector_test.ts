@@ -279,3 +279,30 @@ Deno.test("inspector --cli over HTTP (pml serve): a later run (another MCP sessi
   assertEquals(ws.read("w.txt"), "x");
   assertEquals(trap.attempts, []);
 });
+
+Deno.test("inspector --cli over HTTP (pml serve): an approval in the agent's column is answered by the next run (another MCP session), once", async () => {
+  await using trap = startEgressTrap();
+  await using ws = tempWorkspace({
+    approvals: "agent",
+    permissions: { allow: [], ask: ["filesystem:write_file"], deny: [] },
+  });
+  await using serve = await spawnServe(ws, { DENO_NO_UPDATE_CHECK: "1" });
+  const write = await inspector([serve.url], {
+    tool: "filesystem__write_file",
+    args: { path: "w.txt", content: "x" },
+  }, { trap, home: ws.home });
+  const pending = (write.json as ToolResult).structuredContent!;
+  assertEquals(pending.status, "approval_required", write.out);
+  assertEquals(pending.approval_mode, undefined, "the agent's to answer");
+  const cont = () =>
+    inspector([serve.url], {
+      tool: "pml__continue",
+      args: { workflow_id: String(pending.workflow_id), decision: "yes" },
+    }, { trap, home: ws.home });
+  const done = await cont();
+  assert(!(done.json as ToolResult).isError, done.out);
+  assertEquals(ws.read("w.txt"), "x");
+  const again = await cont();
+  assertStringIncludes(again.out, "No pending approval");
+  assertEquals(trap.attempts, []);
+});

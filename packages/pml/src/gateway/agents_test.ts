@@ -1,7 +1,6 @@
 /**
  * What real agents run into (issue: real agents): elicitation answers that are not decisions,
- * names that were not listed, denied names, error prefixes, and approvals that belong to the
- * session that was asked. Through an SDK client over InMemoryTransport.
+ * names that were not listed, denied names, error prefixes. Through an SDK client over InMemoryTransport.
  */
 import { join } from "node:path";
 import { Client } from "../sdk/client.ts";
