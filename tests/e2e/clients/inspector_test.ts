@@ -249,26 +249,38 @@ Deno.test("inspector --cli over HTTP (pml serve): tools/list and a read", async 
   assertEquals(trap.attempts, []);
 });
 
+/**
+ * One Inspector run asks a write of `w.txt` through `pml serve` at `url`; `cont` is a later run
+ * (the same server process, another MCP session: each Inspector run is one) that continues it.
+ */
+async function askWriteOverHttp(
+  url: string,
+  ws: { home: string },
+  trap: EgressTrap,
+) {
+  const write = await inspector([url], {
+    tool: "filesystem__write_file",
+    args: { path: "w.txt", content: "x" },
+  }, { trap, home: ws.home });
+  const pending = (write.json as ToolResult).structuredContent!;
+  assertEquals(pending.status, "approval_required", write.out);
+  const cont = () =>
+    inspector([url], {
+      tool: "pml__continue",
+      args: { workflow_id: String(pending.workflow_id), decision: "yes" },
+    }, { trap, home: ws.home });
+  return { pending, cont };
+}
+
 Deno.test("inspector --cli over HTTP (pml serve): a later run (another MCP session) waits while the human has not decided, and gets the result once they approved", async () => {
   await using trap = startEgressTrap();
   await using ws = tempWorkspace({
     permissions: { allow: [], ask: ["filesystem:write_file"], deny: [] },
   });
   await using serve = await spawnServe(ws, { DENO_NO_UPDATE_CHECK: "1" });
-  const write = await inspector([serve.url], {
-    tool: "filesystem__write_file",
-    args: { path: "w.txt", content: "x" },
-  }, { trap, home: ws.home });
-  const pending = (write.json as ToolResult).structuredContent!;
-  assertEquals(pending.status, "approval_required", write.out);
+  const { pending, cont } = await askWriteOverHttp(serve.url, ws, trap);
   assertEquals(pending.approval_mode, "human");
   const id = String(pending.workflow_id);
-  // The same server process, a different MCP session (each Inspector run is one).
-  const cont = () =>
-    inspector([serve.url], {
-      tool: "pml__continue",
-      args: { workflow_id: id, decision: "yes" },
-    }, { trap, home: ws.home });
   const early = await cont();
   assertStringIncludes(early.out, "waiting for a human");
   assert(!(await Deno.stat(join(ws.dir, "w.txt")).catch(() => undefined)), "not written");
@@ -287,18 +299,8 @@ Deno.test("inspector --cli over HTTP (pml serve): an approval in the agent's col
     permissions: { allow: [], ask: ["filesystem:write_file"], deny: [] },
   });
   await using serve = await spawnServe(ws, { DENO_NO_UPDATE_CHECK: "1" });
-  const write = await inspector([serve.url], {
-    tool: "filesystem__write_file",
-    args: { path: "w.txt", content: "x" },
-  }, { trap, home: ws.home });
-  const pending = (write.json as ToolResult).structuredContent!;
-  assertEquals(pending.status, "approval_required", write.out);
+  const { pending, cont } = await askWriteOverHttp(serve.url, ws, trap);
   assertEquals(pending.approval_mode, undefined, "the agent's to answer");
-  const cont = () =>
-    inspector([serve.url], {
-      tool: "pml__continue",
-      args: { workflow_id: String(pending.workflow_id), decision: "yes" },
-    }, { trap, home: ws.home });
   const done = await cont();
   assert(!(done.json as ToolResult).isError, done.out);
   assertEquals(ws.read("w.txt"), "x");
