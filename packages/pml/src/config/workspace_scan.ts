@@ -8,9 +8,11 @@
  * `package.json` files.
  *
  * Git's own folders are entered only where they hold other git dirs (`modules`, `worktrees`), not
- * their objects, and `node_modules` not at all (nine tenths of a JavaScript project's entries: a
- * walk of this repository's checkout took ~80 ms of CPU with it, ~8 ms without; VS Code's own scan
- * for repositories leaves it out too). The walk stops at {@link SCAN_BUDGET} folders: past it,
+ * their objects; the folders of dependencies, caches and build outputs ({@link NOT_WALKED}:
+ * `node_modules`, `target`, `.venv`, …) not at all (nine tenths of a JavaScript project's entries:
+ * a walk of this repository's checkout took ~80 ms of CPU with `node_modules`, ~5 ms without;
+ * VS Code's own scan for repositories leaves `node_modules` out too). A repository there is still
+ * found when an index's gitlink names it (`repo_guards.ts`). The walk stops at {@link SCAN_BUDGET} folders: past it,
  * what lies deeper is not found. docs/security.md says what that leaves.
  *
  * @module
@@ -19,6 +21,23 @@ import { basename, join } from "node:path";
 
 /** Folders one walk reads at most. */
 export const SCAN_BUDGET = 20_000;
+
+/** Folders of dependencies, caches and build outputs, by name: not walked. */
+export const NOT_WALKED: ReadonlySet<string> = new Set([
+  "node_modules",
+  "target",
+  ".venv",
+  "venv",
+  "__pycache__",
+  ".next",
+  ".nuxt",
+  ".turbo",
+  ".gradle",
+  ".tox",
+  ".mypy_cache",
+  ".pytest_cache",
+  ".cache",
+]);
 
 /** Files of a folder the agents of the next session read as instructions, by name. */
 export const INSTRUCTION_NAMES: readonly string[] = [
@@ -94,7 +113,7 @@ export function scanWorkspace(root: string, budget = SCAN_BUDGET): WorkspaceScan
       if (!entry.isDirectory) continue;
       // Inside a git dir, only the folders that hold other git dirs.
       if (gitDir && entry.name !== "modules" && entry.name !== "worktrees") continue;
-      if (entry.name === "node_modules") continue;
+      if (NOT_WALKED.has(entry.name)) continue;
       if (INSTRUCTION_NAMES.includes(entry.name) && !gitDir) out.instructions.push(path);
       queue.push(path);
     }

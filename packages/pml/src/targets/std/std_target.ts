@@ -40,10 +40,12 @@ type Access = "read" | "write" | "run";
 
 /** What a writing call is compared against after it (`StdTarget.#beforeWrites`). */
 interface BeforeWrites {
-  /** A shell command's guarded paths, walked fresh before it. */
+  /** A shell command's guarded paths, from a walk of its folders at most a second old. */
   readonly guarded: readonly string[];
   /** Those that did not exist. */
   readonly missing: readonly string[];
+  /** When the command started (ms). */
+  readonly at: number;
   /** The scripts of the `package.json` files the call may change. */
   readonly scripts: ReadonlyMap<string, ScriptsPart | undefined>;
 }
@@ -483,16 +485,19 @@ export class StdTarget implements Target {
    * scripts of a `package.json` it names.
    */
   #beforeWrites(meta: StdToolMeta, args: Record<string, unknown>): BeforeWrites {
-    if (meta.access === "read") return { guarded: [], missing: [], scripts: new Map() };
+    if (meta.access === "read") return { guarded: [], missing: [], scripts: new Map(), at: 0 };
     if (meta.access === "write") {
       const named = meta.paths.map((name) => args[name])
         .filter((p): p is string => typeof p === "string" && basename(p) === "package.json");
-      return { guarded: [], missing: [], scripts: scriptsParts(named) };
+      return { guarded: [], missing: [], scripts: scriptsParts(named), at: 0 };
     }
     const roots = this.#writeRoots();
-    const guarded = guardedPaths(roots, { fresh: true });
+    // The walk the call's policy uses (at most a second old): what it missed and the command left
+    // alone is told apart after it by its change time.
+    const at = Date.now();
+    const guarded = guardedPaths(roots);
     const packages = roots.flatMap((root) => scanOf(root).packageJsons);
-    return { guarded, missing: missingGuarded(guarded), scripts: scriptsParts(packages) };
+    return { guarded, missing: missingGuarded(guarded), scripts: scriptsParts(packages), at };
   }
 
   #writeRoots(): string[] {
@@ -513,7 +518,8 @@ export class StdTarget implements Target {
       // What the command made of its folders: new git dirs, gitfiles, instruction files.
       const known = new Set(before.guarded);
       const now = guardedPaths(roots, { fresh: true });
-      wereMissing = [...before.missing, ...now.filter((path) => !known.has(path))];
+      const made = now.filter((path) => !known.has(path) && changedSince(path, before.at));
+      wereMissing = [...before.missing, ...made];
       packages = roots.flatMap((root) => scanOf(root).packageJsons);
     }
     const settled = await settleCreatedGuarded(wereMissing);
@@ -552,5 +558,19 @@ export class StdTarget implements Target {
       );
     }
     return notes.join("");
+  }
+}
+
+/**
+ * Whether the entry `path` was created or changed at or after `at` (ms), by its change time (which
+ * no program can set back, unlike its modification time; kept in whole seconds here, so the second
+ * of `at` counts). A missing entry counts: nothing to keep.
+ */
+function changedSince(path: string, at: number): boolean {
+  try {
+    const ctime = Deno.lstatSync(path).ctime?.getTime();
+    return ctime === undefined || ctime >= Math.floor(at / 1000) * 1000;
+  } catch {
+    return true;
   }
 }
