@@ -3,7 +3,8 @@
  * `AGENTS.md`, `.cursorrules`, `.github/copilot-instructions.md`, `.continue/`, nested
  * `packages/x/AGENTS.md`, …) are a persistence channel for an injected instruction. With the write
  * tools allowed and `approvals: "agent"`, the agent writes, edits, moves onto them, through a
- * symlink `readme-notes.txt` → `CLAUDE.md`, from `pml:execute`, and answers its own question; from
+ * symlink `readme-notes.txt` → `CLAUDE.md`, a hard link to it, from `pml:execute`, and answers its
+ * own question; from
  * the shell it appends to them and creates them. Every tool write waits for a human whatever
  * `allow` and `approvals` say, the question names the file it resolves to, the content is on the
  * human's page; from the shell they are read-only (created ones removed). Beside the wall: the
@@ -37,6 +38,7 @@ Deno.test("attack instruction_files: no tool write, link, nested call or shell c
   ws.write("packages/x/AGENTS.md", "# x\n");
   ws.write("notes.md", INJECTED);
   Deno.symlinkSync(join(ws.dir, "CLAUDE.md"), join(ws.dir, "readme-notes.txt"));
+  Deno.linkSync(join(ws.dir, "CLAUDE.md"), join(ws.dir, "hard-notes.txt"));
   await using gw = await gatewayFor(ws, { env: { PATH: Deno.env.get("PATH") ?? "" } });
   /** A write of `content` to `path`, asked as `file`. */
   const write = (path: string, file = path) => ({
@@ -47,6 +49,7 @@ Deno.test("attack instruction_files: no tool write, link, nested call or shell c
   const writes: { name: string; arguments: Record<string, unknown>; file: string }[] = [
     write("CLAUDE.md"),
     write("readme-notes.txt", "CLAUDE.md"),
+    write("hard-notes.txt", "CLAUDE.md"),
     {
       name: "filesystem:edit_file",
       arguments: { path: "CLAUDE.md", edits: [{ oldText: "# house rules", newText: INJECTED }] },
@@ -81,7 +84,10 @@ Deno.test("attack instruction_files: no tool write, link, nested call or shell c
       const shown = JSON.stringify(r);
       const body = (r.structuredContent ?? {}) as Body;
       if (via === "pml:execute") {
-        assert(!shown.includes('"status":"success"') || shown.includes("approval"), shown);
+        // The nested call waits for the same human question.
+        const nested = JSON.parse(textOf(r)).result as Body;
+        assertEquals(nested.status, "approval_required", shown);
+        assertEquals(nested.approval_mode, "human", shown);
         continue;
       }
       assertEquals(body.status, "approval_required", shown);

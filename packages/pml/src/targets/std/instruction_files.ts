@@ -3,13 +3,19 @@
  * `AGENTS.md`, `.cursorrules`, …), which the next agent session reads as instructions: the human's
  * decision whatever `allow` and `approvals` say (`approvalMode`: `context.instruction_file`), with the
  * new content on the human's page and in `pml approvals` (`forHuman`), and the question naming the
- * file the path resolves to (`readme-notes.txt`, a symlink to `CLAUDE.md`, is `CLAUDE.md`).
+ * file the path resolves to (`readme-notes.txt`, a symlink to `CLAUDE.md`, or a hard link of it, is
+ * `CLAUDE.md`).
  *
  * @module
  */
 import { relative, resolve } from "node:path";
 import type { ApprovalRequest } from "../../permission/approvals.ts";
-import { guardedPathHit } from "../../config/control_files.ts";
+import {
+  type GuardedHit,
+  guardedPathHit,
+  instructionFilePaths,
+  sameFileAsControl,
+} from "../../config/control_files.ts";
 import { type PathRoots, realPathForAccess } from "./confine.ts";
 
 /** Std tools that write, and the arguments that name what they write. */
@@ -45,7 +51,7 @@ export function instructionWriteQuestion(
     } catch {
       continue; // a dangling link: the call itself is refused with why
     }
-    const hit = guardedPathHit(real, writeRoots);
+    const hit = guardedPathHit(real, writeRoots) ?? hardLinkOf(real, writeRoots);
     if (hit?.kind !== "instruction") continue;
     const file = relative(roots.workspace, hit.path) || hit.path;
     const shownFile = file.startsWith("..") ? hit.path : file;
@@ -59,6 +65,15 @@ export function instructionWriteQuestion(
       context: { tool: toolId, arguments: args, instruction_file: shownFile },
       forHuman: { description: `${shownFile}: ${newContent(toolId, args, roots)}` },
     };
+  }
+  return undefined;
+}
+
+/** The instruction file `real` is a hard link of (another name of the same file), as a hit. */
+function hardLinkOf(real: string, roots: readonly string[]): GuardedHit | undefined {
+  for (const root of roots) {
+    const path = sameFileAsControl(real, root, instructionFilePaths(root));
+    if (path) return { path, kind: "instruction", root };
   }
   return undefined;
 }
