@@ -2,7 +2,7 @@ import type { Config } from "../config/config.ts";
 import { PmlError } from "../errors.ts";
 import type { ApprovalDecision } from "../permission/approvals.ts";
 import { ApprovalStore } from "../permission/approval_store.ts";
-import { decideAsHuman, humanDecisionDeps } from "../permission/human_decision.ts";
+import { decideAsHuman, humanDecisionDeps, ownerRuns } from "../permission/human_decision.ts";
 import { SHOWN_DEPTH, shownJson } from "../permission/shown_json.ts";
 import type { CliIo } from "./io.ts";
 import { printable, printableLine as q, printableOutput } from "../sandbox/printable.ts";
@@ -21,7 +21,12 @@ export async function runApprovals(config: Config, io: CliIo, json: boolean): Pr
   }
   for (const a of list) {
     const args = JSON.stringify(a.context.arguments ?? {});
-    const state = a.decided ? `decided: ${q(a.decided.decision)}` : `waiting (${q(a.mode)})`;
+    const state = a.decided
+      ? `decided: ${q(a.decided.decision)}`
+      : !a.replay && a.owner && !ownerRuns(a.owner)
+      ? `cannot be continued: the pml that asked (pid ${a.owner.pid}) has ended; the agent ` +
+        `calls the tool again`
+      : `waiting (${q(a.mode)})`;
     // The tool, its arguments and the file contents quoted for the human are the agent's: shown
     // with their controls escaped, and none of them starts a line of its own.
     io.stdout(

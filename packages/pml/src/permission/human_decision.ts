@@ -109,10 +109,11 @@ export function thisOwner(): ApprovalOwner {
 
 /**
  * Whether `owner` still runs: its pid is alive and started when it did. Where `/proc` tells
- * nothing (macOS), it is taken to run: a decision is kept rather than refused on a guess.
+ * nothing (macOS), or the stored owner is no pid, it is taken to run: a decision is kept rather
+ * than refused on a guess.
  */
 export function ownerRuns(owner: ApprovalOwner): boolean {
-  if (owner.start === undefined) return true;
+  if (owner.start === undefined || !Number.isInteger(owner.pid) || owner.pid <= 0) return true;
   const stat = procStat(owner.pid);
   return stat !== undefined && stat.state !== "Z" && stat.start === owner.start;
 }
