@@ -99,7 +99,8 @@ Deno.test("e2e trust: a hand edit that only narrows a trusted .pml.json keeps it
 Deno.test("e2e trust: a hand edit that widens a trusted .pml.json applies without its new widenings, named in every result it changes, until pml trust", async () => {
   await using ws = tempWorkspace({ permissions: { allow: ["filesystem"], ask: [], deny: [] } });
   editByHand(ws, {
-    permissions: { allow: ["filesystem", "shell:exec"], ask: [], deny: [] },
+    permissions: { allow: ["filesystem", "shell:exec", "srv"], ask: [], deny: [] },
+    private_mcps: { srv: { type: "stdio", install: { command: "node", args: ["srv.js"] } } },
   });
   {
     await using agent = await connectStdio(ws);
@@ -116,6 +117,13 @@ Deno.test("e2e trust: a hand edit that widens a trusted .pml.json applies withou
       assertStringIncludes(read, 'permissions.allow \\"shell:exec\\"');
       assertStringIncludes(read, "pml trust");
     }
+    // A server the edit brings is unknown until then, and the error says why.
+    const unknown = await agent.callTool({ name: "srv__echo", arguments: {} }).then(
+      () => "",
+      (err: Error) => err.message,
+    );
+    assertStringIncludes(unknown, "private_mcps.srv");
+    assertStringIncludes(unknown, "pml trust");
   }
   const trusted = await runPml(ws, ["trust", "--yes"]);
   assertEquals(trusted.code, 0, trusted.text);

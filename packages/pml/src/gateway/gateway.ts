@@ -246,9 +246,19 @@ export class Gateway {
     const toolId = this.#meta.has(name) || isToolId(name)
       ? name
       : this.#names.get(name) ?? await this.resolveName(name);
-    if (!toolId) throw unknownTool(name);
-    const result = await this.runTool(toolId, args, channel, name);
     const notice = this.#deps.notice;
+    let result: CallToolResult;
+    try {
+      if (!toolId) throw unknownTool(name);
+      result = await this.runTool(toolId, args, channel, name);
+    } catch (err) {
+      // A tool the untrusted part of .pml.json would bring (a server, an allow entry) is unknown
+      // until a human trusts it: the error says so.
+      if (notice && isPmlError(err, "UNKNOWN_TOOL")) {
+        throw new PmlError("UNKNOWN_TOOL", `${err.message}. ${notice}`);
+      }
+      throw err;
+    }
     const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
     return notice && (result.isError || status === "approval_required" ||
         status === "waiting_for_human")
