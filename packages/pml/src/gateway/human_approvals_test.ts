@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { pml } from "../testing/cli.ts";
-import { enterPage } from "../testing/raw_http.ts";
+import { enterPage, postDecision } from "../testing/raw_http.ts";
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../testing/assert.ts";
 import { gatewayFor, humanLines, tempWorkspace, textOf } from "../testing/workspace.ts";
 
@@ -281,4 +281,29 @@ Deno.test("what an approval stores is bounded: a 10 KB call nesting an array 5,0
   assertStringIncludes(textOf(big), "more than an approval may hold (2.0 MB)");
   assertEquals(storedBytes(ws.dir), bytes, "nothing more stored");
   assert(!(await exists(join(ws.dir, "big.txt"))));
+});
+
+Deno.test("the page of a running pml: an Always is applied when the human clicks (the file and this gateway's permissions), audited once, before and whether or not the agent continues", async () => {
+  await using ws = tempWorkspace(PERMS);
+  const human = humanLines();
+  await using g = await gatewayFor(ws, { tell: human.tell });
+  const r = await g.client.callTool({
+    name: "filesystem__write_file",
+    arguments: { path: "out.txt", content: "hi" },
+  });
+  const id = String(structured(r).workflow_id);
+  const decided = await postDecision(await enterPage(human.lastLink()), id, "always");
+  assertEquals(decided.status, 303, decided.body);
+  assert(JSON.parse(ws.read(".pml.json")).permissions.allow.includes("filesystem:write_file"));
+  assertEquals(g.gateway.permissions.check("filesystem:write_file"), "allow", "this gateway knows");
+  const lines = () => ws.read(".pml/audit.log").split("\n").filter((l) => l.includes("decided"));
+  assertEquals(lines().length, 1);
+  assertStringIncludes(lines()[0], `"decision":"always","by":"user","via":"page"`);
+  const done = await g.client.callTool({
+    name: "pml__continue",
+    arguments: { workflow_id: id, decision: "no" },
+  });
+  assert(!done.isError, textOf(done));
+  assertEquals(ws.read("out.txt"), "hi");
+  assertEquals(lines().length, 1, "not audited again when taken up");
 });
