@@ -118,3 +118,18 @@ Deno.test("guardedPathHit: git files, gitfiles, a HEAD by hand, a code-workspace
     assertEquals(kind(rel), undefined, rel);
   }
 });
+
+Deno.test("scanWorkspace: a folder read before is read again when an entry appears, even with its modification time set back", async () => {
+  await using ws = tempWorkspace();
+  ws.write("a/b/readme.md", "x");
+  const old = new Date(Date.now() - 60_000);
+  for (const rel of ["a/b", "a", "."]) Deno.utimeSync(join(ws.dir, rel), old, old);
+  // Change times too must have settled before a listing is kept.
+  await new Promise((r) => setTimeout(r, 2100));
+  assertEquals(scanWorkspace(ws.dir).gitDirs.length, 1, "the workspace's own .git");
+  git(join(ws.dir, "a", "b"), "init", "-q", "sub");
+  // What a command hiding it would do: the folder's modification time put back as it was.
+  Deno.utimeSync(join(ws.dir, "a", "b"), old, old);
+  const found = scanWorkspace(ws.dir).gitDirs.map((d) => d.slice(ws.dir.length + 1));
+  assertEquals(found.sort(), [".git", "a/b/sub/.git"]);
+});

@@ -71,6 +71,55 @@ export function isGitDirShape(names: ReadonlySet<string>): boolean {
     ["objects", "refs", "commondir", "config"].some((name) => names.has(name));
 }
 
+/**
+ * How long after its last change a folder's listing is reused while its times stay (ms): a change
+ * within the same tick of the file system's clock keeps them, so only a listing read well after the
+ * folder last changed is trusted to be whole.
+ */
+const SETTLED_MS = 2000;
+/**
+ * Listings of folders, by path, with the folder's modification and change times when it was read:
+ * adding, removing or renaming an entry moves both. The change time is what no program can set
+ * back (a command that adds an entry and then restores the modification time with `touch -d` moves
+ * it to now), so a listing is reused only while both are the same.
+ */
+const listings = new Map<string, { readonly stamp: string; readonly entries: Deno.DirEntry[] }>();
+/** Folders whose listings are kept at most (all are dropped past it). */
+const MAX_LISTINGS = 200_000;
+
+/**
+ * The entries of `dir`: its listing of an earlier walk while its times are the same (a `stat`
+ * instead of reading the folder), otherwise read. `undefined` for what is no folder (any more).
+ */
+function entriesOf(dir: string, now: number): Deno.DirEntry[] | undefined {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.lstatSync(dir);
+  } catch {
+    return undefined;
+  }
+  if (!info.isDirectory) return undefined;
+  const mtime = info.mtime?.getTime();
+  const ctime = info.ctime?.getTime();
+  const stamp = `${mtime}:${ctime}`;
+  const known = listings.get(dir);
+  if (known && known.stamp === stamp) return known.entries;
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(dir)];
+  } catch {
+    listings.delete(dir);
+    return undefined;
+  }
+  const settled = mtime !== undefined && ctime !== undefined && now - mtime >= SETTLED_MS &&
+    now - ctime >= SETTLED_MS;
+  if (settled) {
+    if (listings.size >= MAX_LISTINGS) listings.clear();
+    listings.set(dir, { stamp, entries });
+  } else listings.delete(dir);
+  return entries;
+}
+
 /** Walks `root` (see the module's doc). */
 export function scanWorkspace(root: string, budget = SCAN_BUDGET): WorkspaceScan {
   const out = {
@@ -82,19 +131,15 @@ export function scanWorkspace(root: string, budget = SCAN_BUDGET): WorkspaceScan
     truncated: false,
   };
   const queue: string[] = [root];
-  let read = 0;
-  while (queue.length) {
-    const dir = queue.shift()!;
-    if (++read > budget) {
+  const now = Date.now();
+  for (let next = 0; next < queue.length; next++) {
+    const dir = queue[next];
+    if (next >= budget) {
       out.truncated = true;
       break;
     }
-    let entries: Deno.DirEntry[];
-    try {
-      entries = [...Deno.readDirSync(dir)];
-    } catch {
-      continue;
-    }
+    const entries = entriesOf(dir, now);
+    if (!entries) continue;
     const names = new Set(entries.map((e) => e.name));
     // A `.git` folder is taken for one whatever it holds yet.
     const gitDir = isGitDirShape(names) || basename(dir) === ".git";
