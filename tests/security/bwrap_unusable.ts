@@ -3,8 +3,8 @@
  * the ways users meet, so that PML falls back to the Landlock wall by itself (no
  * `PML_SANDBOX_WALL`):
  *
- * - `missing`: bubblewrap not installed: `PATH` is a folder of links to every program of the
- *   current `PATH` but `bwrap`;
+ * - `missing`: bubblewrap not installed: on `PATH`, the folder holding `bwrap` is replaced by a
+ *   folder of links to its other programs;
  * - `seccomp`: namespaces refused by a seccomp filter as Docker's default profile refuses them
  *   (`clone` with a namespace flag, `unshare`, `setns`, `mount`, `umount2`, `pivot_root` fail with
  *   `EPERM`; `clone3` with `ENOSYS`, so that the C library falls back to `clone`), installed on
@@ -104,24 +104,24 @@ function install(program: Uint8Array): void {
   if (done !== 0n) throw new Error(`seccomp refused (${done})`);
 }
 
-/** A folder of links to every program on `path` but `bwrap`. */
-function pathWithoutBwrap(path: string): string {
-  const dir = Deno.makeTempDirSync({ prefix: "pml-no-bwrap-" });
-  const seen = new Set<string>(["bwrap"]);
-  for (const from of path.split(":")) {
-    let entries: Deno.DirEntry[];
+/**
+ * `path` without `bwrap`: each folder holding it is replaced by a folder of links to its other
+ * programs (the other folders stay as they are, so a toolchain's own folder stays on `PATH`).
+ */
+function pathWithoutBwrap(path: string, made: string[]): string {
+  return path.split(":").map((from) => {
     try {
-      entries = [...Deno.readDirSync(from)];
+      Deno.statSync(join(from, "bwrap"));
     } catch {
-      continue;
+      return from;
     }
-    for (const entry of entries) {
-      if (seen.has(entry.name)) continue;
-      seen.add(entry.name);
-      Deno.symlinkSync(join(from, entry.name), join(dir, entry.name));
+    const dir = Deno.makeTempDirSync({ prefix: "pml-no-bwrap-" });
+    made.push(dir);
+    for (const entry of Deno.readDirSync(from)) {
+      if (entry.name !== "bwrap") Deno.symlinkSync(join(from, entry.name), join(dir, entry.name));
     }
-  }
-  return dir;
+    return dir;
+  }).join(":");
 }
 
 async function main([way, ...command]: string[]): Promise<number> {
@@ -132,10 +132,8 @@ async function main([way, ...command]: string[]): Promise<number> {
   const env = Deno.env.toObject();
   let argv = command;
   const made: string[] = [];
-  if ((way as Way) === "missing") {
-    env.PATH = pathWithoutBwrap(env.PATH ?? "/usr/bin:/bin");
-    made.push(env.PATH);
-  } else install(filter(way as "seccomp" | "userns-off"));
+  if ((way as Way) === "missing") env.PATH = pathWithoutBwrap(env.PATH ?? "/usr/bin:/bin", made);
+  else install(filter(way as "seccomp" | "userns-off"));
   if ((way as Way) === "userns-off") {
     // Its own writable places: the Deno caches and a home (the checkout is only readable).
     const own = Deno.makeTempDirSync({ prefix: "pml-uid1000-" });

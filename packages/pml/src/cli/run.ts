@@ -38,6 +38,10 @@ const USAGE: Record<string, string> = {
   status: `  pml status [--json]
                      show workspace, config, cloud mode and permissions
 `,
+  doctor: `  pml doctor [--json]
+                     which OS wall confines local tools here and why, its canary's result,
+                     what it holds and does not, what to install for a stronger one
+`,
   approvals: `  pml approvals [--json]
                      list the approvals waiting for a human in this workspace
   pml approvals --open [--no-browser]
@@ -64,7 +68,7 @@ USAGE.untrust = USAGE.trust;
 const HELP = `pml ${PML_VERSION}: one MCP gateway for your coding agent
 
 Usage:
-${USAGE.init}${USAGE.import}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.approvals}${USAGE.approve}${USAGE.auth}${USAGE.trust}  pml help | --help  this text (pml <command> --help: that command's)
+${USAGE.init}${USAGE.import}${USAGE.stdio}${USAGE.serve}${USAGE.status}${USAGE.doctor}${USAGE.approvals}${USAGE.approve}${USAGE.auth}${USAGE.trust}  pml help | --help  this text (pml <command> --help: that command's)
   pml version
 
 Environment: PML_WORKSPACE (workspace folder), PML_API_KEY (cloud mode), PML_CLOUD_URL, PML_HOME.
@@ -200,6 +204,14 @@ export async function runCli(argv: string[], given: CliIo, launcher = "pml"): Pr
         });
         const { runStatus } = await import("./status.ts");
         return runStatus(io, { json: values.json });
+      }
+      case "doctor": {
+        const { values } = parseArgs({
+          args: rest,
+          options: { json: { type: "boolean", default: false } },
+        });
+        const { runDoctor } = await import("./doctor.ts");
+        return runDoctor(io, { json: values.json });
       }
       case "approvals": {
         const { values } = parseArgs({

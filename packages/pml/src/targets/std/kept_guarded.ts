@@ -12,6 +12,7 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
+import { entryIdentity } from "../../exists.ts";
 
 /** One kept entry: a file's bytes and mode, a link's target, or a folder. */
 type Kept =
@@ -19,8 +20,15 @@ type Kept =
   | { readonly kind: "link"; readonly target: string }
   | { readonly kind: "dir"; readonly mode: number };
 
-/** What was kept: each path under the guarded ones, with its state. */
-export type GuardedSnapshot = ReadonlyMap<string, Kept>;
+/**
+ * What was kept: each path under the guarded ones, with its state; and where each guarded entry
+ * and each folder on the way to one (`.git` of `.git/config`) was, by identity, to bring back one
+ * a command moved away (`mv .git .git-old`).
+ */
+export interface GuardedSnapshot {
+  readonly kept: ReadonlyMap<string, Kept>;
+  readonly places: ReadonlyMap<string, { readonly id: string; readonly root: string }>;
+}
 
 /** Most bytes kept in all (a larger `.idea` is kept up to this and said so in docs). */
 const MAX_BYTES = 16 * 1024 * 1024;
@@ -43,8 +51,24 @@ function read(path: string): Kept | undefined {
   return { kind: "file", bytes: Deno.readFileSync(path), mode: (info.mode ?? 0o644) & 0o7777 };
 }
 
-/** The state of every existing path of `guarded` and of everything under it. */
-export function snapshotGuarded(guarded: readonly string[]): GuardedSnapshot {
+/**
+ * The state of every existing path of `guarded` and of everything under it; `roots` are the
+ * writable folders they lie in (the workspace, write grants).
+ */
+export function snapshotGuarded(
+  guarded: readonly string[],
+  roots: readonly string[],
+): GuardedSnapshot {
+  const places = new Map<string, { id: string; root: string }>();
+  for (const path of guarded) {
+    const root = roots.find((r) => path.startsWith(r + "/"));
+    if (!root) continue;
+    for (let p = path; p !== root && p.startsWith(root + "/"); p = dirname(p)) {
+      // By identity (device, inode, birth time): an inode freed by the command can be reused.
+      const id = entryIdentity(p);
+      if (id !== undefined && !places.has(p)) places.set(p, { id, root });
+    }
+  }
   const out = new Map<string, Kept>();
   let bytes = 0;
   const take = (path: string) => {
@@ -57,7 +81,46 @@ export function snapshotGuarded(guarded: readonly string[]): GuardedSnapshot {
     for (const entry of Deno.readDirSync(path)) take(join(path, entry.name));
   };
   for (const path of guarded) take(path);
-  return out;
+  return { kept: out, places };
+}
+
+/** The path under `root` (at most 4 levels down, links not followed) of the entry `id`. */
+function findEntry(root: string, id: string, depth = 0): string | undefined {
+  if (depth > 4) return undefined;
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(root)];
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    const path = join(root, entry.name);
+    if (entryIdentity(path) === id) return path;
+    if (entry.isDirectory && !entry.isSymlink) {
+      const found = findEntry(path, id, depth + 1);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** Moves back the guarded entries and their folders a command moved away; the paths moved. */
+function moveBack(places: GuardedSnapshot["places"]): string[] {
+  const moved: string[] = [];
+  const ordered = [...places].sort(([a], [b]) => a.split("/").length - b.split("/").length);
+  for (const [path, { id, root }] of ordered) {
+    if (entryIdentity(path) === id) continue;
+    const found = findEntry(root, id);
+    if (!found || found.startsWith(path + "/") || path.startsWith(found + "/")) continue;
+    try {
+      Deno.removeSync(path, { recursive: true }); // what the command put in its place
+    } catch { /* none */ }
+    try {
+      Deno.renameSync(found, path);
+      moved.push(path);
+    } catch { /* its contents are put back below */ }
+  }
+  return moved;
 }
 
 function same(a: Kept | undefined, b: Kept): boolean {
@@ -73,8 +136,9 @@ function same(a: Kept | undefined, b: Kept): boolean {
  * Puts every kept path back as it was (content, mode, link target) and removes what appeared
  * under a kept folder; returns the guarded paths (of `snapshot`'s roots) that had changed.
  */
-export function restoreGuarded(snapshot: GuardedSnapshot): string[] {
-  const changed = new Set<string>();
+export function restoreGuarded(guarded: GuardedSnapshot): string[] {
+  const changed = new Set<string>(moveBack(guarded.places));
+  const snapshot = guarded.kept;
   const roots = [...snapshot.keys()].filter((p) => !snapshot.has(dirname(p)));
   const rootOf = (path: string) => roots.find((r) => path === r || path.startsWith(r + "/"))!;
   // What appeared inside a kept folder.
@@ -87,7 +151,9 @@ export function restoreGuarded(snapshot: GuardedSnapshot): string[] {
     for (const entry of entries) {
       const inside = join(path, entry.name);
       if (snapshot.has(inside) || ownedByPml(inside)) continue;
-      Deno.removeSync(inside, { recursive: true });
+      try {
+        Deno.removeSync(inside, { recursive: true });
+      } catch { /* gone meanwhile */ }
       changed.add(rootOf(path));
     }
   }
@@ -97,18 +163,20 @@ export function restoreGuarded(snapshot: GuardedSnapshot): string[] {
     const now = read(path);
     if (same(now, kept)) continue;
     changed.add(rootOf(path));
-    if (now && (now.kind !== "dir" || kept.kind !== "dir")) {
-      Deno.removeSync(path, { recursive: true });
-    }
-    if (kept.kind === "dir") {
-      Deno.mkdirSync(path, { recursive: true });
-      Deno.chmodSync(path, kept.mode);
-    } else if (kept.kind === "link") {
-      Deno.symlinkSync(kept.target, path);
-    } else {
-      Deno.writeFileSync(path, kept.bytes, { mode: kept.mode });
-      Deno.chmodSync(path, kept.mode);
-    }
+    try {
+      if (now && (now.kind !== "dir" || kept.kind !== "dir")) {
+        Deno.removeSync(path, { recursive: true });
+      }
+      if (kept.kind === "dir") {
+        Deno.mkdirSync(path, { recursive: true });
+        Deno.chmodSync(path, kept.mode);
+      } else if (kept.kind === "link") {
+        Deno.symlinkSync(kept.target, path);
+      } else {
+        Deno.writeFileSync(path, kept.bytes, { mode: kept.mode });
+        Deno.chmodSync(path, kept.mode);
+      }
+    } catch { /* the others are still put back; the result names the root as changed */ }
   }
   return [...changed];
 }

@@ -458,7 +458,8 @@ export class StdTarget implements Target {
     const os = this.#osSandbox();
     if (!os.available || !("landlock" in os)) return undefined;
     const { workspace, sandbox } = this.#config;
-    return snapshotGuarded(guardedPaths([workspace, ...sandbox.write]));
+    const roots = [workspace, ...sandbox.write];
+    return snapshotGuarded(guardedPaths(roots), roots);
   }
 
   /** Puts back the guarded files a command changed (Landlock), audits it, says so. */
