@@ -20,12 +20,20 @@
  * the next warm sandbox start and warm up, as it would between an agent's calls. So every
  * measurement starts from idle processes, which on a VM makes the first hop of each slower.
  *
+ * The paused case: execute and the 3 direct calls alternate, each measured after a pause of
+ * {@link PAUSE_MS}, past `pml stdio`'s idle collection (an agent thinking for a second or more
+ * between two calls): what code mode costs after a pause rather than back to back.
+ * `EXECUTE_AGAINST=<another checkout of this repository>` times that checkout's `bin/pml stdio` in
+ * the same paused rounds (a before/after comparison on one loaded machine).
+ *
  * Also the start of an execution sandbox: taken from the warm pool vs started cold (spawn → first
  * result of `return 1`).
  *
  *   deno task bench execute
  */
+import { join } from "node:path";
 import { connectStdio } from "../tests/e2e/_spawn.ts";
+import { IDLE_COLLECT_MS } from "../packages/pml/src/sandbox/_idle_gc.ts";
 import { execSandboxSpec } from "../packages/pml/src/execute/mod.ts";
 import { ExecSandboxPool } from "../packages/pml/src/execute/warm_pool.ts";
 import type { Client } from "../packages/pml/src/sdk/client.ts";
@@ -36,6 +44,10 @@ const ROUNDS = 40;
 const WARMUP_ROUNDS = 3;
 const SANDBOX_ROUNDS = 15;
 const SETTLE_MS = 250;
+/** An agent's pause between two calls: past `pml stdio`'s idle collection. */
+const PAUSE_MS = IDLE_COLLECT_MS + 500;
+const PAUSED_ROUNDS = Number(Deno.env.get("EXECUTE_PAUSED_ROUNDS") ?? 16);
+const AGAINST = Deno.env.get("EXECUTE_AGAINST");
 
 const SNIPPET = `
   const a = await mcp.filesystem.read_file({ path: "f1.txt" });
@@ -113,12 +125,45 @@ async function compare(client: Client): Promise<[number[], number[], number[]]> 
   return samples;
 }
 
+/**
+ * Execute and the 3 direct calls, alternating, each after {@link PAUSE_MS}; per client:
+ * [direct samples, execute samples]. With several clients (this checkout and another), each round
+ * times every client in turn.
+ */
+async function pausedCompare(clients: Client[]): Promise<[number[], number[]][]> {
+  const samples = clients.map((): [number[], number[]] => [[], []]);
+  const ways = [direct, viaExecute];
+  for (let i = 0; i < PAUSED_ROUNDS; i++) {
+    for (let k = 0; k < ways.length; k++) {
+      const way = (i + k) % ways.length;
+      for (let c = 0; c < clients.length; c++) {
+        await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+        const t0 = performance.now();
+        await ways[way](clients[c]);
+        samples[c][way].push(performance.now() - t0);
+      }
+    }
+  }
+  return samples;
+}
+
 let stdio: [number[], number[], number[]];
 const paced: number[] = [];
+let paused: [number[], number[]][];
 {
   await using client = await connectStdio(ws);
   stdio = await compare(client);
   for (let i = 0; i < ROUNDS; i++) paced.push(await directPaced(client));
+  await using against = AGAINST
+    ? await connectStdio(ws, { command: join(AGAINST, "bin", "pml") })
+    : undefined;
+  if (against) { for (let i = 0; i < WARMUP_ROUNDS; i++) await warmUpOnce(against); }
+  paused = await pausedCompare(against ? [client, against] : [client]);
+}
+
+async function warmUpOnce(client: Client): Promise<void> {
+  await direct(client);
+  await viaExecute(client);
 }
 let memory: [number[], number[], number[]];
 {
@@ -154,6 +199,14 @@ console.log(row("  pml:execute with the same 3 mcp.* calls", stdio[1], stdio[0])
 console.log(row("  pml:execute, the 3 reads as files.map(…)", stdio[2], stdio[0]));
 console.log(row("  3 direct calls, one per agent turn", paced));
 console.log(row("  pml:execute vs one call per agent turn", stdio[1], paced));
+console.log(`through a spawned \`pml stdio\`, each after a pause of ${PAUSE_MS} ms:`);
+console.log(row("  3 direct tools/call filesystem__read_file", paused[0][0]));
+console.log(row("  pml:execute with the same 3 mcp.* calls", paused[0][1], paused[0][0]));
+if (paused[1]) {
+  console.log(`  the same, through ${AGAINST}:`);
+  console.log(row("  3 direct tools/call filesystem__read_file", paused[1][0]));
+  console.log(row("  pml:execute with the same 3 mcp.* calls", paused[1][1], paused[1][0]));
+}
 console.log("in process (in-memory transport):");
 console.log(row("  3 direct tools/call filesystem__read_file", memory[0]));
 console.log(row("  pml:execute with the same 3 mcp.* calls", memory[1], memory[0]));
@@ -174,5 +227,16 @@ figure({
   })`,
   target: "≤ 1.0×",
   met: median(stdio[1]) <= median(stdio[0]),
+  bench: "execute",
+});
+figure({
+  id: "1b-execute-paused",
+  what:
+    `\`pml:execute\` of 3 local \`read_file\` vs the same 3 calls, each after a ${PAUSE_MS} ms pause`,
+  now: `${ratio(median(paused[0][1]), median(paused[0][0]))} (${fmtMs(median(paused[0][1]))} vs ${
+    fmtMs(median(paused[0][0]))
+  })`,
+  target: "≤ 1.0×",
+  met: median(paused[0][1]) <= median(paused[0][0]),
   bench: "execute",
 });

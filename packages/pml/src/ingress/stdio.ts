@@ -5,7 +5,13 @@ import { createMcpServer } from "../gateway/mcp_server.ts";
 import type { Server } from "../sdk/server.ts";
 import { LineStdioTransport, MessageTooLargeError, NotJsonRpcError } from "./stdio_transport.ts";
 import { isUnsortedMessageError } from "../sdk/incoming.ts";
-import { idleCollector, largeMessageCollector, memoryReducingGc } from "../sandbox/_idle_gc.ts";
+import {
+  idleCollector,
+  largeMessageCollector,
+  memoryReducingGc,
+  PROCESS_CLOCK,
+} from "../sandbox/_idle_gc.ts";
+import { warmUpAnalysis } from "../analysis/warm_up.ts";
 import { lookAhead } from "../sandbox/look_ahead.ts";
 
 /**
@@ -19,7 +25,15 @@ export function serveStdio(
   io: StdioIo = {},
 ): Promise<void> {
   // The sandbox policies' look at the machine is taken between an agent's calls, not on them.
-  return serveServerOverStdio(createMcpServer(gateway), () => gateway.close(), io, lookAhead());
+  // After the idle collection (which drops compiled code), the analysis of pml:execute is compiled
+  // again off the next call's path (analysis/warm_up.ts).
+  return serveServerOverStdio(
+    createMcpServer(gateway),
+    () => gateway.close(),
+    io,
+    lookAhead(),
+    () => void warmUpAnalysis(),
+  );
 }
 
 /** The streams `pml stdio` talks over (tests); by default the process's own stdin and stdout. */
@@ -31,13 +45,15 @@ export interface StdioIo {
 /**
  * Serves one MCP `server` over stdio until stdin closes, then runs `close`. Used for the gateway and
  * for the stand-in that reports an invalid `.pml.json` (see `config_error_server.ts`). `onread` runs
- * on each message read, next to the idle collection (the gateway's look-ahead, `look_ahead.ts`).
+ * on each message read, next to the idle collection (the gateway's look-ahead, `look_ahead.ts`);
+ * `afterIdleCollect` right after each idle collection.
  */
 export async function serveServerOverStdio(
   server: Server,
   close: () => Promise<void>,
   io: StdioIo = {},
   onread?: () => void,
+  afterIdleCollect?: () => void,
 ): Promise<void> {
   // Anything printed by mistake must not corrupt the protocol stream.
   console.log = console.error;
@@ -50,7 +66,7 @@ export async function serveServerOverStdio(
     undefined,
     largeMessageCollector() ?? (() => {}),
   );
-  const collect = idleCollector(memoryReducingGc());
+  const collect = idleCollector(memoryReducingGc(), PROCESS_CLOCK, afterIdleCollect);
   transport.onread = collect && onread ? () => (collect(), onread()) : collect ?? onread;
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));

@@ -27,13 +27,16 @@ export const PROCESS_CLOCK: IdleClock = {
 
 /**
  * A function to call on each message read: once {@link IDLE_COLLECT_MS} pass without another, it
- * runs one full collection. `undefined` when `gc` is not exposed. One timer at a time, re-armed at
+ * runs one full collection, then `afterCollect` (what the collection's loss of compiled code would
+ * otherwise cost the next message: `pml stdio` warms the analysis up again). `undefined` when `gc`
+ * is not exposed. One timer at a time, re-armed at
  * most once per idle period, so a busy process pays a clock read per message. Its timers never
  * keep the process alive.
  */
 export function idleCollector(
   gc = (globalThis as { gc?: () => void }).gc,
   clock: IdleClock = PROCESS_CLOCK,
+  afterCollect?: () => void,
 ): (() => void) | undefined {
   if (!gc) return undefined;
   let last = 0;
@@ -47,6 +50,7 @@ export function idleCollector(
     if (quiet < IDLE_COLLECT_MS) return arm(IDLE_COLLECT_MS - quiet);
     armed = false;
     gc();
+    afterCollect?.();
   };
   return () => {
     last = clock.now();

@@ -78,3 +78,16 @@ Deno.test("idle gc: the process clock's timers run (unref'd, so the test keeps i
   clearInterval(keep);
   assert(PROCESS_CLOCK.now() > 0);
 });
+
+Deno.test("idle gc: what follows the collection runs right after it, once per collection", () => {
+  const clock = manualClock();
+  const events: string[] = [];
+  const touch = idleCollector(() => events.push("gc"), clock, () => events.push("warm up"))!;
+  touch();
+  clock.advance(IDLE_COLLECT_MS - 1);
+  assertEquals(events, []);
+  clock.advance(1);
+  assertEquals(events, ["gc", "warm up"]);
+  clock.advance(IDLE_COLLECT_MS * 3);
+  assertEquals(events, ["gc", "warm up"]);
+});
