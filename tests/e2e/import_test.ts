@@ -116,7 +116,10 @@ Deno.test("e2e import --from claude: an npx server under another name, pinned, l
       name: "knowledge__create_entities",
       arguments: { entities: [{ name: "x", entityType: "y", observations: [] }] },
     });
-    const approval = asked.structuredContent as Record<string, unknown>;
+    // A typed tool (server-memory's have output schemas): PML's answer is its JSON text, without
+    // structured content the client would check against the schema (docs/surface.md).
+    assertEquals(asked.structuredContent, undefined);
+    const approval = JSON.parse(textOf(asked)) as Record<string, unknown>;
     assertEquals(approval?.status, "approval_required", textOf(asked));
     assertEquals(approval.approval_type, "integrity");
     assertEquals(lock(ws, "knowledge").tools.create_entities, pinned.tools.create_entities);

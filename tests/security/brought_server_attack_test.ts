@@ -53,8 +53,14 @@ function filesystemServer(): AsyncDisposable & { script: string } {
 type Client = Awaited<ReturnType<typeof connectStdio>>;
 type Result = Awaited<ReturnType<Client["callTool"]>>;
 
-const status = (r: Result) => (r.structuredContent as { status?: string } | undefined)?.status;
-const body = (r: Result) => r.structuredContent as Record<string, unknown>;
+/**
+ * A result's body: its structured content, or its JSON text where a typed tool (one with an output
+ * schema, as server-filesystem's are) gets PML's answer without one (docs/surface.md).
+ */
+const body = (r: Result) =>
+  (r.structuredContent ??
+    JSON.parse((r.content as { text?: string }[])[0]?.text ?? "{}")) as Record<string, unknown>;
+const status = (r: Result) => body(r).status as string | undefined;
 
 async function cont(client: Client, id: unknown, decision: string): Promise<Result> {
   return await client.callTool({

@@ -12,7 +12,9 @@ export type AuditEvent =
   | "integrity"
   | "import_blocked"
   | "sampling"
-  | "sign_in";
+  | "sign_in"
+  | "resource_read"
+  | "prompt_get";
 
 /** Appends JSON lines to `.pml/audit.log`. Never throws: auditing must not break a call. */
 export interface AuditLog {

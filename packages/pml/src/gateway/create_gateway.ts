@@ -22,6 +22,7 @@ import { DenoModuleTarget, type DenoModuleTargetDeps } from "../targets/deno/den
 import { type CloudOptions, createCloud } from "../targets/cloud/create_cloud.ts";
 import { createExecute, type ExecuteOptions } from "../execute/mod.ts";
 import { Gateway } from "./gateway.ts";
+import { UpstreamHub } from "../targets/upstream/upstream_hub.ts";
 import { McpPins } from "../registry/mcp_pins.ts";
 import { HttpPins } from "../targets/cloud/http_pins.ts";
 import { RegistryClient } from "../registry/registry_client.ts";
@@ -143,10 +144,12 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
   });
   const cloud = createCloud(config, { routingTable: opts.routingTable, ...opts.cloud }, httpPins);
   const routing = cloud.routing;
+  // The notifications of fronted servers outside a call, and the workspace as their root.
+  const hub = new UpstreamHub({ workspace: config.workspace });
   const std = new StdTarget({ config, pool, audit, routing, detectOs: opts.detectOs });
   const stdio = createStdioTarget(
     config,
-    { audit, routing, exclude: Object.keys(STD_MODULES), registry: stack, pins },
+    { audit, routing, exclude: Object.keys(STD_MODULES), registry: stack, pins, hub },
     opts.stdio,
   );
   const deno = new DenoModuleTarget({ ...registryDeps, pool, routing, stack });
@@ -174,6 +177,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     pins,
     fetch: opts.remoteFetch,
     signIn,
+    hub,
   });
   const store = new ApprovalStore(config.workspace, config.pmlHome, opts.now);
   const page = new ApprovalPage(store, config.workspace, {
@@ -227,6 +231,7 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     audit,
     metaTools: [execute.tool, ...cloud.metaTools],
     declaredNamespaces: Object.keys(config.privateMcps),
+    hub,
     serverTool: serverToolOf({ pins, http: httpPins }),
     resources: [pool, stdio.manager, execute.pool, page, signIn],
     signIns: signIn,

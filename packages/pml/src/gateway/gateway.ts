@@ -33,6 +33,9 @@ import {
 } from "../targets/target.ts";
 import { asksToOpenUrl } from "../targets/call_errors.ts";
 import { exposedName, idOfExposedName, isToolId } from "./names.ts";
+import { Surface } from "./surface.ts";
+import type { ServerElicit, ServerLog } from "../targets/upstream/server_requests.ts";
+import type { ClientSink, UpstreamHub } from "../targets/upstream/upstream_hub.ts";
 import type { ServerToolOf } from "./server_tool.ts";
 
 /** How the current request can reach the human and the client. */
@@ -45,6 +48,10 @@ export interface CallChannel {
   readonly sample?: ClientSample;
   /** The client's sampling also takes tools (`sampling.tools`). */
   readonly sampleTools?: boolean;
+  /** Present when the client elicits: relays a fronted server's own question (`CallContext`). */
+  readonly serverElicit?: ServerElicit;
+  /** Sends a fronted server's log line on this request's stream. */
+  readonly log?: ServerLog;
   /**
    * Present when the client declared URL-mode elicitation: asks it to show the user a URL (a
    * sign-in), never the model; resolves to the user's answer (`accept`: they went to open it).
@@ -77,6 +84,8 @@ export interface GatewayDeps {
    * answer depends on it (`approvalMode`, gateway/server_tool.ts).
    */
   readonly serverTool?: ServerToolOf;
+  /** Where fronted servers' notifications outside a call go (`upstream_hub.ts`). */
+  readonly hub?: UpstreamHub;
   /** Closed with the gateway (sandbox pools, process managers). */
   readonly resources?: readonly { close(): Promise<void> }[];
   /** Calls that wait for their user to sign in to a remote server (`oauth/remote_sign_in.ts`). */
@@ -115,12 +124,23 @@ export class Gateway {
   readonly #samplingBudgets = new WeakMap<CallChannel, SamplingBudget>();
   readonly #meta = new Map<string, MetaTool>();
   readonly #toolsChanged = new Set<() => void>();
+  /** Resources, prompts, completions and logging of the servers PML fronts (`surface.ts`). */
+  readonly surface: Surface;
   #names = new Map<string, string>();
+  /** Tools listed with an `outputSchema` (see `callTool`). */
+  #typed = new Set<string>();
   #listed = false;
   #afterFirstList?: ReturnType<typeof setTimeout>;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
+    this.surface = new Surface({
+      targets: deps.targets,
+      permissions: deps.permissions,
+      approvals: deps.approvals,
+      audit: deps.audit,
+      namespaces: () => this.shownNamespaces(),
+    });
     const cont: MetaTool = {
       id: "pml:continue",
       description:
@@ -178,23 +198,39 @@ export class Gateway {
     for (const listener of this.#toolsChanged) listener();
   }
 
+  /**
+   * Adds a connected client for the notifications of fronted servers (list changes, resource
+   * updates, log lines outside a call); the function returned removes it.
+   */
+  attachClient(sink: ClientSink): () => void {
+    return this.#deps.hub?.attach(sink) ?? (() => {});
+  }
+
   /** The target named `name` (`stdio`, …): for the CLI's own work (`pml import` pins servers). */
   target(name: string): Target | undefined {
     return this.#deps.targets.find((t) => t.name === name);
   }
 
-  async listTools(): Promise<Tool[]> {
+  /**
+   * The namespaces whose MCPs are shown: those the permissions name (`allow`/`ask`) or `.pml.json`
+   * declares; `undefined` (every one) under a wildcard `*`.
+   */
+  shownNamespaces(): ReadonlySet<string> | undefined {
     const perms = this.#deps.permissions.current;
-    const wildcard = perms.allow.includes("*") || perms.ask.includes("*");
-    const named = new Set([
+    if (perms.allow.includes("*") || perms.ask.includes("*")) return undefined;
+    return new Set([
       ...namedNamespaces(perms, ["allow", "ask"]),
       ...(this.#deps.declaredNamespaces ?? []),
     ]);
+  }
+
+  async listTools(): Promise<Tool[]> {
+    const shown = this.shownNamespaces();
     const seen = new Set<string>();
     const infos: ToolInfo[] = [];
     // Asked together: the registry's and the cloud's bounded waits overlap instead of adding up.
     const lists = await Promise.all(
-      this.#deps.targets.map((t) => t.listTools(wildcard ? undefined : named)),
+      this.#deps.targets.map((t) => t.listTools(shown)),
     );
     for (const list of lists) {
       for (const info of list) {
@@ -204,19 +240,26 @@ export class Gateway {
       }
     }
     const names = new Map<string, string>();
+    const typed = new Set<string>();
     const tools: Tool[] = [];
     for (const t of [...this.#meta.values(), ...infos]) {
       const name = exposedName(t.id);
       names.set(name, t.id);
+      const whole = t as Partial<ToolInfo>;
+      if (whole.outputSchema) typed.add(t.id);
       tools.push({
         name,
-        title: t.id,
+        title: whole.title ?? t.id,
         description: t.description,
         inputSchema: t.inputSchema as Tool["inputSchema"],
         ...(t.annotations ? { annotations: t.annotations } : {}),
+        ...(whole.icons ? { icons: whole.icons } : {}),
+        ...(whole.outputSchema ? { outputSchema: whole.outputSchema } : {}),
+        ...(whole._meta ? { _meta: whole._meta } : {}),
       });
     }
     this.#names = names;
+    this.#typed = typed;
     const first = !this.#listed;
     this.#listed = true;
     // A timer, not a microtask: the answer is written before the hook takes the thread.
@@ -260,10 +303,9 @@ export class Gateway {
       throw err;
     }
     const status = (result.structuredContent as { status?: unknown } | undefined)?.status;
-    return notice && (result.isError || status === "approval_required" ||
-        status === "waiting_for_human")
-      ? withNotice(result, notice)
-      : result;
+    const own = status === "approval_required" || status === "waiting_for_human";
+    if ((own || result.isError) && this.#typed.has(toolId!)) result = untyped(result);
+    return notice && (result.isError || own) ? withNotice(result, notice) : result;
   }
 
   /**
@@ -419,6 +461,8 @@ export class Gateway {
         signal: channel.signal,
         sample: (server, params, opts) => this.#sample(server, params, opts, channel),
         openUrl: channel.openUrl,
+        serverElicit: channel.serverElicit,
+        log: channel.log,
         ask: (request, resume) => {
           if (covered && sameRequest(covered.request, request)) {
             const by = covered.by;
@@ -474,7 +518,7 @@ export class Gateway {
       tools: {
         list: async () =>
           (await this.listTools()).map((t) => ({
-            id: t.title ?? t.name,
+            id: this.#names.get(t.name) ?? t.name,
             description: t.description ?? "",
             inputSchema: t.inputSchema,
           })),
@@ -552,6 +596,17 @@ function withNotice(result: CallToolResult, notice: string): CallToolResult {
     ...(noted ? { structuredContent: noted } : {}),
     content: [{ type: "text", text }, ...(first?.type === "text" ? rest : result.content)],
   };
+}
+
+/**
+ * A typed tool's result that is not its typed output (PML's approval or refusal, the tool's own
+ * error): an error without `structuredContent`, which a client checks against the tool's output
+ * schema whenever it is present (the SDK's `Client.callTool` does, errors included). Its text
+ * says the same (docs/surface.md).
+ */
+function untyped(result: CallToolResult): CallToolResult {
+  const { structuredContent: _dropped, ...rest } = result;
+  return { ...rest, isError: true };
 }
 
 function splitCall(toolId: string, args: Record<string, unknown>): ToolCall {

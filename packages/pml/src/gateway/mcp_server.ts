@@ -25,6 +25,7 @@ import {
   HUMAN_MIN_MS,
 } from "../permission/approvals.ts";
 import type { CallChannel, Gateway } from "./gateway.ts";
+import { serveSurface, SURFACE_CAPABILITIES } from "./surface_handlers.ts";
 
 /** Package version, reported in `initialize`. */
 export const PML_VERSION = "0.1.0";
@@ -118,11 +119,29 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
   const server = new RequestFirstServer(
     { name: "pml", version: PML_VERSION },
     {
-      capabilities: { tools: { listChanged: true } },
+      capabilities: { tools: { listChanged: true }, ...SURFACE_CAPABILITIES },
       instructions: INSTRUCTIONS,
       jsonSchemaValidator: lazySchemaValidator(),
     },
   );
+
+  // Resources, prompts, completions, log level (surface_handlers.ts): a read or a prompt get may
+  // ask the human as a tool call does.
+  // Notifications of fronted servers outside a call, once the client is there.
+  server.oninitialized = () => {
+    const detach = gateway.attachClient((n) => server.notification(n));
+    const closed = server.onclose;
+    server.onclose = () => {
+      detach();
+      closed?.();
+    };
+  };
+  serveSurface(server, gateway.surface, (extra) => ({
+    elicit: server.getClientCapabilities()?.elicitation
+      ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs, clock)
+      : undefined,
+    signal: extra.signal,
+  }));
 
   server.setRequestHandler(
     ListToolsRequestSchema,
@@ -154,6 +173,21 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
             ) as Promise<CreateMessageResult>
           : undefined,
         sampleTools: sampling?.tools !== undefined,
+        // A fronted server's own question, on this call's stream (labelled its, docs/surface.md).
+        serverElicit: server.getClientCapabilities()?.elicitation
+          ? async (params, signal) => {
+            const url = params.mode === "url";
+            if (url && !server.getClientCapabilities()?.elicitation?.url) {
+              return { action: "decline" };
+            }
+            return await extra.sendRequest(
+              { method: "elicitation/create", params },
+              ElicitResultSchema,
+              { signal, timeout: SAMPLING_TIMEOUT_MS },
+            );
+          }
+          : undefined,
+        log: (params) => extra.sendNotification({ method: "notifications/message", params }),
         openUrl: server.getClientCapabilities()?.elicitation?.url
           ? {
             ask: async (url, message, elicitationId) =>

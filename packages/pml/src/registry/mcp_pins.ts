@@ -28,7 +28,19 @@ export interface ToolDefinition {
    * definition without annotations hashes as it did before they were pinned.
    */
   readonly annotations?: Record<string, unknown>;
+  /**
+   * The rest of an MCP tool definition, kept whole and pinned with it when present (docs/surface.md:
+   * `title`, `icons`, `outputSchema`, `_meta` such as an MCP App's `ui.resourceUri`); a definition
+   * without them hashes as before.
+   */
+  readonly title?: string;
+  readonly icons?: readonly unknown[];
+  readonly outputSchema?: Record<string, unknown>;
+  readonly _meta?: Record<string, unknown>;
 }
+
+/** The optional parts of a definition that are pinned when present, in this order. */
+const WHOLE_FIELDS = ["title", "icons", "outputSchema", "_meta"] as const;
 
 /** What is pinned of a server's metadata (the `tools` map is pinned apart, see `checkTools`). */
 export type MetadataPin = Omit<LockEntry, "tools" | "integrity" | "fetchedAt"> & {
@@ -102,10 +114,14 @@ export async function toolHash(def: ToolDefinition): Promise<string> {
 }
 
 function definitionDoc(def: ToolDefinition): ToolDefinition {
-  const doc = { name: def.name, description: def.description, inputSchema: def.inputSchema ?? {} };
-  return def.annotations && Object.keys(def.annotations).length
-    ? { ...doc, annotations: def.annotations }
-    : doc;
+  const doc: Record<string, unknown> = {
+    name: def.name,
+    description: def.description,
+    inputSchema: def.inputSchema ?? {},
+  };
+  if (def.annotations && Object.keys(def.annotations).length) doc.annotations = def.annotations;
+  for (const field of WHOLE_FIELDS) if (def[field] !== undefined) doc[field] = def[field];
+  return doc as unknown as ToolDefinition;
 }
 
 /**

@@ -128,7 +128,7 @@ export class RequestFirstServer extends Server {
 }
 
 /** What a request handler of the SDK `Server` gets besides the request. */
-type Extra = RequestHandlerExtra<ServerRequest | Request, ServerNotification | Notification>;
+export type Extra = RequestHandlerExtra<ServerRequest | Request, ServerNotification | Notification>;
 
 /** What the SDK `Server`'s wrapper does with a result: the parsed value, or its InvalidParams. */
 function parsedOrThrow(schema: unknown, result: unknown, what: string): unknown {

@@ -7,6 +7,8 @@ import type {
 import type { ApprovalRequest, HumanDetail, Resume } from "../permission/approvals.ts";
 import type { Routing } from "../routing/routing.ts";
 import { z } from "zod";
+import type { UpstreamSession } from "./upstream/upstream_session.ts";
+import type { ServerElicit, ServerLog } from "./upstream/server_requests.ts";
 
 /** One tool as `tools/list` shows it, keyed by tool id (`ns:action`). */
 export interface ToolInfo {
@@ -22,6 +24,15 @@ export interface ToolInfo {
    * a registry server's are not passed on.
    */
   readonly annotations?: Tool["annotations"];
+  /**
+   * The rest of a fronted server's definition, as it gave it and as pinned (docs/surface.md):
+   * `title` (the tool id when absent), `icons`, `outputSchema` (its results carry
+   * `structuredContent`), `_meta` (an MCP App's `ui.resourceUri`, made PML's).
+   */
+  readonly title?: string;
+  readonly icons?: Tool["icons"];
+  readonly outputSchema?: Tool["outputSchema"];
+  readonly _meta?: Tool["_meta"];
 }
 
 /** A resolved call: tool id split into namespace and action, arguments as an object. */
@@ -71,6 +82,13 @@ export interface CallContext {
     params: CreateMessageRequestParams,
     opts: SampleOptions,
   ) => Promise<CreateMessageResult>;
+  /**
+   * Relays an `elicitation/create` of the MCP behind this call to the client (its words labelled
+   * as that server's by the session, docs/surface.md); absent when the client does not elicit.
+   */
+  readonly serverElicit?: ServerElicit;
+  /** Relays a log line of the MCP behind this call on the call's own stream. */
+  readonly log?: ServerLog;
 }
 
 /** How a sampling request of an MCP is to be answered (see {@link CallContext.sample}). */
@@ -107,6 +125,26 @@ export interface PreflightRefusal {
 }
 
 /**
+ * The MCP servers a target fronts (stdio dependencies, raw commands, remote servers): their
+ * sessions, for what the gateway passes on beyond tools (resources, prompts, completions, logging;
+ * docs/surface.md).
+ */
+export interface Upstreams {
+  /**
+   * Where the servers' data is: `local`, a process on this machine (reading it is a read of local
+   * data); `remote`, a server reached over the network (reading it is a call out).
+   */
+  readonly origin: "local" | "remote";
+  /** The servers of these namespaces (all it fronts without). */
+  servers(namespaces?: ReadonlySet<string>): Promise<string[]>;
+  /**
+   * The session of `server`, started or connected if needed, when that asks nothing now (its run
+   * approved, its variables set); `undefined` otherwise.
+   */
+  session(server: string): Promise<UpstreamSession | undefined>;
+}
+
+/**
  * Where a call runs (DESIGN §8). Implementations are named by mechanism: `StdTarget` (built-in
  * tools in a sandbox), `DenoModuleTarget`, `StdioTarget`, `CloudTarget`.
  */
@@ -128,6 +166,8 @@ export interface Target {
    * that the call cannot run, answered before any question ({@link PreflightRefusal}).
    */
   preflight?(call: ToolCall): Promise<Preflight | PreflightRefusal | undefined>;
+  /** Present on the targets that front MCP servers, see {@link Upstreams}. */
+  readonly upstreams?: Upstreams;
   /** Stops every process the target started. */
   close(): Promise<void>;
 }

@@ -13,6 +13,7 @@ import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { OAuthClientProvider } from "../../sdk/client_auth.ts";
 import { loadHttpClient, loadSseClient } from "../../sdk/load_http_client.ts";
 import { UpstreamSession } from "../upstream/upstream_session.ts";
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
 
 /**
  * The SDK's HTTP client transports, imported on the first connection (`load_http_client.ts`),
@@ -102,6 +103,8 @@ export async function connectRemote(
   opts: {
     fetch?: typeof fetch;
     timeoutMs: number;
+    /** Where the server's notifications outside a call go (`upstream/upstream_hub.ts`). */
+    hub?: UpstreamHub;
     /** Signs in with OAuth on a 401 (`oauth/`); `signInPending` says the user must act. */
     authProvider?: OAuthClientProvider & { observe?(res: Response): void };
     signInPending?: () => Promise<boolean>;
@@ -134,7 +137,10 @@ export async function connectRemote(
     ? new SSEClientTransport(url, { fetch: watched, authProvider })
     : new StreamableHTTPClientTransport(url, { fetch: watched, authProvider });
   try {
-    return await UpstreamSession.open(def.server, transport, { timeoutMs: opts.timeoutMs });
+    return await UpstreamSession.open(def.server, transport, {
+      timeoutMs: opts.timeoutMs,
+      hub: opts.hub,
+    });
   } catch (err) {
     await transport.close().catch(() => {});
     if (isPmlError(err)) throw err;

@@ -22,6 +22,7 @@ import {
   type Target,
   type ToolCall,
   type ToolInfo,
+  type Upstreams,
 } from "../target.ts";
 import {
   guardedCall,
@@ -33,6 +34,7 @@ import { listedTools, ServerPins } from "../upstream/server_pins.ts";
 import { upstreamCallOptions, type UpstreamSession } from "../upstream/upstream_session.ts";
 import type { RemoteSignIn } from "../../oauth/remote_sign_in.ts";
 import { connectRemote, type RemoteDef } from "./remote_session.ts";
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
 
 /** What a {@link RemoteTarget} needs. */
 export interface RemoteTargetDeps {
@@ -42,6 +44,8 @@ export interface RemoteTargetDeps {
   readonly fetch?: typeof fetch;
   /** Connect and per-call timeout (default 60 s). */
   readonly timeoutMs?: number;
+  /** Where the servers' notifications outside a call go; the workspace as their root. */
+  readonly hub?: UpstreamHub;
   /** OAuth sign-in of servers without an `Authorization` header of their own (`oauth/`). */
   readonly signIn?: RemoteSignIn;
 }
@@ -85,6 +89,7 @@ function metadataPin(def: RemoteDef): MetadataPin {
 /** See the module documentation. */
 export class RemoteTarget implements Target {
   readonly name = "remote";
+  readonly upstreams: Upstreams;
   readonly #d: RemoteTargetDeps;
   readonly #defs: Map<string, RemoteDef>;
   readonly #sessions = new Map<string, Promise<UpstreamSession>>();
@@ -94,6 +99,16 @@ export class RemoteTarget implements Target {
     this.#d = deps;
     this.#defs = remoteDefs(deps.mcps);
     this.#pins = new ServerPins(deps.pins);
+    this.upstreams = {
+      origin: "remote",
+      servers: (ns) => Promise.resolve([...this.#defs.keys()].filter((s) => !ns || ns.has(s))),
+      session: async (server) => {
+        const def = this.#defs.get(server);
+        if (!def || this.#missing(def).length) return undefined;
+        // Not reached, or waiting for its user to sign in: nothing of it to show now.
+        return await this.#guarded(def).catch(() => undefined);
+      },
+    };
   }
 
   async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
@@ -143,11 +158,11 @@ export class RemoteTarget implements Target {
         allowedToolPatterns: [],
         verify: this.#pins.guard(def.server),
       });
-      const result = await guardedCall(
-        call,
-        ctx,
-        () => session.callTool(call.action, call.args, opts),
-      );
+      const guard = opts.verify;
+      const result = await guardedCall(call, ctx, async () => {
+        if (guard) await session.verifyOnce(guard, opts.timeoutMs);
+        return await session.callTool(call.action, call.args, opts);
+      });
       this.#d.signIn?.succeeded(def.server);
       return result;
     } catch (err) {
@@ -208,6 +223,7 @@ export class RemoteTarget implements Target {
       session = connectRemote(def, this.#d.env, {
         fetch: this.#d.fetch,
         timeoutMs: this.#timeoutMs(),
+        hub: this.#d.hub,
         authProvider: signIn?.providerFor(def.server, def.proxyTo, def.headers),
         signInPending: signIn && (() => signIn.isWaiting(def.server, def.proxyTo)),
       });

@@ -15,6 +15,7 @@ import type { Clock } from "./clock.ts";
 import { PidFile } from "./pid_file.ts";
 import { StdioProcessManager, type Supervision } from "./process_manager.ts";
 import { StdioTarget } from "./stdio_target.ts";
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
 
 /** Overrides for tests and embedding (`createGateway(config, { stdio })`). */
 export interface StdioOptions {
@@ -49,6 +50,8 @@ export function createStdioTarget(
     registry?: RegistryStack;
     /** Lockfile pins of metadata and tool definitions. */
     pins?: McpPins;
+    /** Where the servers' notifications outside a call go; the workspace as their root. */
+    hub?: UpstreamHub;
   },
   opts: StdioOptions = {},
 ): { target: StdioTarget; manager: StdioProcessManager } {
@@ -56,6 +59,7 @@ export function createStdioTarget(
     clock: opts.clock,
     supervision: opts.supervision,
     pids: new PidFile(config.workspace),
+    hub: deps.hub,
   });
   const registry = deps.registry;
   // A namespace defined in private_mcps (of any type) is never looked up anywhere else.

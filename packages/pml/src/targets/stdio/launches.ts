@@ -10,14 +10,21 @@ import { join, relative } from "node:path";
 import type { AuditLog } from "../../audit/audit.ts";
 import type { DepsState } from "../../deps/deps_state.ts";
 import type { InstalledPackage, Installer } from "../../deps/installer.ts";
-import { commandLaunch, denoLaunch, type LaunchSpec, osWallRefusal } from "../../deps/launch.ts";
+import {
+  commandLaunch,
+  denoLaunch,
+  type LaunchSpec,
+  missingEnv,
+  missingEnvMessage,
+  osWallRefusal,
+} from "../../deps/launch.ts";
 import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
 import { type DependencyMeta, unpinnedWarning } from "../../deps/metadata.ts";
 import { describeDenoGrants } from "../../deps/grants.ts";
 import { isPmlError, PmlError } from "../../errors.ts";
 import type { ApprovalRequest } from "../../permission/approvals.ts";
 import type { CallToolResult } from "../../sdk/types.ts";
-import { type CallContext, errorResult } from "../target.ts";
+import { type CallContext, errorResult, type Preflight, type PreflightRefusal } from "../target.ts";
 
 /** What {@link StdioLaunches} needs (a part of `StdioTargetDeps`). */
 export interface StdioLaunchDeps {
@@ -110,6 +117,37 @@ export class StdioLaunches {
       });
     }
     return errorResult(err.message, { status: "error", code: err.code, ...err.details });
+  }
+
+  /**
+   * For the gateway's question about an `ask` tool of `meta`: the `dependency` approval its call
+   * would ask next (a first install or first run), so that one question names both; a refusal
+   * when the call cannot run whatever the answer (a missing variable). `undefined` when nothing
+   * would be asked (installed already, or the call is refused before any question).
+   */
+  async preflight(meta: DependencyMeta): Promise<Preflight | PreflightRefusal | undefined> {
+    const missing = missingEnv(meta, this.#d.env);
+    if (missing.length) {
+      return {
+        refusal: { code: "api_key_required", message: missingEnvMessage(meta.server, missing) },
+      };
+    }
+    if (this.wallRefusal(meta)) return undefined;
+    const warning = unpinnedOf(meta);
+    // Installed already: nothing to set up, but an unpinned package is said in every question.
+    const installed: Preflight | undefined = warning
+      ? { description: warning + ".", context: { warning } }
+      : undefined;
+    if (this.isReady(meta)) return installed;
+    if (await this.recorded(meta).catch(() => "refused")) return installed;
+    const request = this.dependencyRequest(meta);
+    const { what, grants } = this.whatRuns(meta);
+    return {
+      description: (warning ? `${warning}. ` : "") +
+        `Its first use ${meta.package ? "installs" : "runs"} ${what} (${grants}).`,
+      context: { dependency: request.context },
+      covers: request,
+    };
   }
 
   /**

@@ -4,6 +4,8 @@ import { PmlError } from "../../errors.ts";
 import { type Clock, realClock, sleep } from "./clock.ts";
 import type { PidFile } from "./pid_file.ts";
 import { type ServerCallOptions, ServerProcess } from "./server_process.ts";
+import type { UpstreamSession } from "../upstream/upstream_session.ts";
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
 
 /** Supervision settings; defaults in {@link DEFAULT_SUPERVISION}. */
 export interface Supervision {
@@ -54,6 +56,7 @@ export class StdioProcessManager {
   readonly #pids?: PidFile;
   readonly #reaped: Promise<unknown>;
   readonly #onStderr?: (server: string, line: string) => void;
+  readonly #hub?: UpstreamHub;
   #closed = false;
 
   constructor(
@@ -62,12 +65,14 @@ export class StdioProcessManager {
       supervision?: Partial<Supervision>;
       pids?: PidFile;
       onStderr?: (server: string, line: string) => void;
+      hub?: UpstreamHub;
     } = {},
   ) {
     this.#clock = opts.clock ?? realClock;
     this.#sup = { ...DEFAULT_SUPERVISION, ...opts.supervision };
     this.#pids = opts.pids;
     this.#onStderr = opts.onStderr;
+    this.#hub = opts.hub;
     this.#reaped = this.#pids?.reapOrphans().catch(() => []) ?? Promise.resolve();
   }
 
@@ -144,6 +149,17 @@ export class StdioProcessManager {
     }
   }
 
+  /**
+   * The session of the server's process (started if needed; it then stays up like after a call,
+   * until idle): for the requests beyond tools (resources, prompts, completions).
+   */
+  async session(spec: LaunchSpec): Promise<UpstreamSession> {
+    const slot = this.#slot(spec.server);
+    const proc = await this.#acquire(slot, spec);
+    this.#touch(slot);
+    return proc.session;
+  }
+
   /** Stops `server` if it runs. */
   async stop(server: string): Promise<void> {
     const slot = this.#slots.get(server);
@@ -212,6 +228,7 @@ export class StdioProcessManager {
         startTimeoutMs: this.#sup.startTimeoutMs,
         onSpawn: (pid) => void this.#pids?.add(pid, spec.server),
         onStderr: (line) => this.#onStderr?.(spec.server, line),
+        hub: this.#hub,
       });
     } catch (err) {
       this.#crashed(slot, (err as Error).message.split("\n")[0]);

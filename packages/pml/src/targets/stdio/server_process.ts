@@ -6,6 +6,7 @@ import {
   UpstreamSession,
   type VerifyTools,
 } from "../upstream/upstream_session.ts";
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
 import { ChildTransport, type ExitInfo, NotDeliveredError } from "./child_transport.ts";
 import { startFailureMessage } from "./start_failure.ts";
 
@@ -53,6 +54,7 @@ export class ServerProcess {
       startTimeoutMs: number;
       onSpawn?: (pid: number) => void;
       onStderr?: (line: string) => void;
+      hub?: UpstreamHub;
     },
   ): Promise<ServerProcess> {
     const transport = new ChildTransport(spec, { onStderr: opts.onStderr });
@@ -60,6 +62,7 @@ export class ServerProcess {
     try {
       session = await UpstreamSession.open(spec.server, transport, {
         timeoutMs: opts.startTimeoutMs,
+        hub: opts.hub,
       });
     } catch (err) {
       const exit = transport.exit;
@@ -124,7 +127,7 @@ export class ServerProcess {
       );
     }
     try {
-      return await this.session.callTool(action, args, { ...opts, verify: undefined });
+      return await this.session.callTool(action, args, opts);
     } catch (err) {
       if (err instanceof NotDeliveredError) {
         await this.#settled();

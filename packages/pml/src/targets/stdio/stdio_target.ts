@@ -21,12 +21,13 @@ import {
   type Target,
   type ToolCall,
   type ToolInfo,
+  type Upstreams,
 } from "../target.ts";
 import { guardedCall } from "../upstream/tool_guard.ts";
 import { listedTools, ServerPins } from "../upstream/server_pins.ts";
-import { upstreamCallOptions } from "../upstream/upstream_session.ts";
+import { upstreamCallOptions, type UpstreamSession } from "../upstream/upstream_session.ts";
 import type { StdioProcessManager } from "./process_manager.ts";
-import { type StdioLaunchDeps, StdioLaunches, unpinnedOf } from "./launches.ts";
+import { type StdioLaunchDeps, StdioLaunches } from "./launches.ts";
 import { GrantedMetadata } from "./granted_metadata.ts";
 import { isPrivate, lockName, metadataPin } from "./metadata_pin.ts";
 import { BoundedLoad, ListBoundExceeded } from "../list_bound.ts";
@@ -58,6 +59,7 @@ const DEFAULT_CALL_TIMEOUT_MS = 60_000;
  */
 export class StdioTarget implements Target {
   readonly name = "stdio";
+  readonly upstreams: Upstreams;
   readonly #d: StdioTargetDeps;
   /** The pins checked in this session, and the guards of the servers' own tool lists. */
   readonly #pins: ServerPins;
@@ -71,6 +73,11 @@ export class StdioTarget implements Target {
     this.#launch = new StdioLaunches(deps);
     this.#metas = new GrantedMetadata(deps.source, deps.net ?? []);
     this.#pins = new ServerPins(deps.pins);
+    this.upstreams = {
+      origin: "local",
+      servers: async (ns) => (await deps.source.list()).filter((s) => !ns || ns.has(s)),
+      session: (server) => this.#session(server),
+    };
   }
 
   async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
@@ -111,16 +118,14 @@ export class StdioTarget implements Target {
       for (const t of meta.tools) {
         const id = `${server}:${t.action}`;
         const real = own?.find((d) => d.name === t.action);
+        const routing = this.#d.routing.routeOf(id);
         const listed = unapprovedListing(
-          {
-            id,
-            description: real?.description ?? t.description,
-            inputSchema: real?.inputSchema ?? t.inputSchema,
-            ...(real?.annotations ? { annotations: real.annotations } : {}),
-          },
+          real
+            ? listedTools(server, [real], () => routing)[0]
+            : { id, description: t.description, inputSchema: t.inputSchema, routing },
           unapproved?.get(id),
         );
-        if (listed) tools.push({ ...listed, routing: this.#d.routing.routeOf(id) });
+        if (listed) tools.push(listed);
       }
     }
     return tools;
@@ -238,30 +243,25 @@ export class StdioTarget implements Target {
    */
   async preflight(call: ToolCall): Promise<Preflight | PreflightRefusal | undefined> {
     const meta = await this.#metas.get(call.ns).catch(() => undefined);
-    if (!meta) return undefined;
-    const missing = missingEnv(meta, this.#d.env);
-    // Nothing to ask about: the call cannot run without the variable, whatever the answer.
-    if (missing.length) {
-      return {
-        refusal: { code: "api_key_required", message: missingEnvMessage(meta.server, missing) },
-      };
-    }
-    if (this.#launch.wallRefusal(meta)) return undefined;
-    const warning = unpinnedOf(meta);
-    // Installed already: nothing to set up, but an unpinned package is said in every question.
-    const installed: Preflight | undefined = warning
-      ? { description: warning + ".", context: { warning } }
-      : undefined;
-    if (this.#launch.isReady(meta)) return installed;
-    if (await this.#launch.recorded(meta).catch(() => "refused")) return installed;
-    const request = this.#launch.dependencyRequest(meta);
-    const { what, grants } = this.#launch.whatRuns(meta);
-    return {
-      description: (warning ? `${warning}. ` : "") +
-        `Its first use ${meta.package ? "installs" : "runs"} ${what} (${grants}).`,
-      context: { dependency: request.context },
-      covers: request,
-    };
+    return meta && await this.#launch.preflight(meta);
+  }
+
+  /**
+   * The session of `server` when running it asks nothing now (its run approved and installed, its
+   * variables set, the OS sandbox there, its metadata as pinned): started if it is not running.
+   */
+  async #session(server: string): Promise<UpstreamSession | undefined> {
+    const meta = await this.#metas.get(server).catch(() => undefined);
+    if (!meta || missingEnv(meta, this.#d.env).length || this.#launch.wallRefusal(meta)) return;
+    if (isPrivate(meta)) await this.#pinMetadata(meta);
+    else if (
+      !this.#pins.checked(meta) &&
+      (await this.#pins.checkMetadata(meta, server, metadataPin(meta))).kind === "changed"
+    ) return;
+    const spec = this.#launch.readyFor(meta) ?? await this.#launch.recorded(meta).catch(() => {});
+    if (!spec) return;
+    this.#launch.setReady(meta, spec);
+    return await this.#d.manager.session(spec);
   }
 
   call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {

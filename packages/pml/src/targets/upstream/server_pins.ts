@@ -8,6 +8,8 @@
 import type { McpPins, MetadataPin, PinCheck, ToolDefinition } from "../../registry/mcp_pins.ts";
 import type { Routing } from "../../routing/routing.ts";
 import type { ToolInfo } from "../target.ts";
+import type { Tool } from "../../sdk/types.ts";
+import { metaWithPmlUris } from "./resource_uri.ts";
 import { serverLockName, toolGuard } from "./tool_guard.ts";
 import type { VerifyTools } from "./upstream_session.ts";
 
@@ -66,7 +68,10 @@ export class ServerPins {
   }
 }
 
-/** Pinned definitions of `server` as `tools/list` shows them, with the annotations it gave. */
+/**
+ * Pinned definitions of `server` as `tools/list` shows them, whole as it gave them (annotations,
+ * title, icons, output schema, `_meta` with an MCP App's resource read back through PML).
+ */
 export function listedTools(
   server: string,
   defs: readonly ToolDefinition[],
@@ -75,12 +80,19 @@ export function listedTools(
   return defs.map((d) => {
     const id = `${server}:${d.name}`;
     const annotations = d.annotations as ToolInfo["annotations"];
+    const meta = metaWithPmlUris(server, d._meta);
     return {
       id,
       description: d.description,
       inputSchema: d.inputSchema,
       routing: routeOf(id),
       ...(annotations ? { annotations } : {}),
+      ...(d.title !== undefined ? { title: d.title } : {}),
+      ...(d.icons !== undefined ? { icons: d.icons as Tool["icons"] } : {}),
+      ...(d.outputSchema !== undefined
+        ? { outputSchema: d.outputSchema as Tool["outputSchema"] }
+        : {}),
+      ...(meta !== undefined ? { _meta: meta } : {}),
     };
   });
 }

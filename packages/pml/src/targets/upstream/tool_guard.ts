@@ -31,6 +31,12 @@ export function pinnedDefinitions(tools: readonly Tool[]): ToolDefinition[] {
     description: t.description ?? "",
     inputSchema: t.inputSchema as Record<string, unknown>,
     ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}),
+    ...(t.title !== undefined ? { title: t.title } : {}),
+    ...(t.icons !== undefined ? { icons: t.icons } : {}),
+    ...(t.outputSchema !== undefined
+      ? { outputSchema: t.outputSchema as Record<string, unknown> }
+      : {}),
+    ...(t._meta !== undefined ? { _meta: t._meta } : {}),
   }));
 }
 

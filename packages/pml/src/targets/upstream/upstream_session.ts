@@ -9,33 +9,32 @@
 import { Client } from "../../sdk/client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
 import type { Transport } from "../../sdk/transport.ts";
-import {
-  type CallToolResult,
-  CancelledNotificationSchema,
-  type CreateMessageRequest,
-  CreateMessageRequestSchema,
-  type CreateMessageResult,
-  ErrorCode,
-  McpError,
-  type RequestId,
-  type Tool,
+import type {
+  CallToolResult,
+  CompleteRequestParams,
+  CompleteResult,
+  GetPromptResult,
+  LoggingLevel,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+  ServerCapabilities,
+  Tool,
 } from "../../sdk/types.ts";
-import { isPmlError } from "../../errors.ts";
 import type { CallContext } from "../target.ts";
 import { TransportCalls } from "./transport_calls.ts";
+import {
+  answerServer,
+  type ProgressReport,
+  type ServerElicit,
+  type ServerLog,
+  type ServerSample,
+} from "./server_requests.ts";
+import type { UpstreamHub } from "./upstream_hub.ts";
+import { blockWithPmlUris, namesResources, toPmlUri } from "./resource_uri.ts";
 
-/** Progress of a request, as the other side reports it. */
-export type ProgressReport = (p: { progress: number; total?: number; message?: string }) => void;
-
-/**
- * Answers one sampling request of the server (its cancellation arrives as `signal`; `onprogress`
- * is present when the server asked for progress with a token).
- */
-export type ServerSample = (
-  params: CreateMessageRequest["params"],
-  signal: AbortSignal,
-  onprogress?: ProgressReport,
-) => Promise<CreateMessageResult>;
+export type { ProgressReport, ServerSample } from "./server_requests.ts";
 
 /** Checks the server's own tool list (the rug-pull guard, `tool_guard.ts`); rejects on a change. */
 export type VerifyTools = (listTools: () => Promise<readonly Tool[]>) => Promise<void>;
@@ -47,21 +46,16 @@ export interface UpstreamCallOptions {
   readonly onprogress?: ProgressReport;
   /** Answers a `sampling/createMessage` the server sends while this call runs. */
   readonly sample?: ServerSample;
+  /** Relays an `elicitation/create` the server sends while this call runs (labelled its). */
+  readonly elicit?: ServerElicit;
+  /** Relays a log message of the server during this call (on the call's own stream). */
+  readonly log?: ServerLog;
   /**
-   * Checks the server before the first call on this session; a rejection fails the call and the
-   * check runs again on the next one.
+   * Checks the server before the first call on this session (run by the caller, see
+   * {@link UpstreamSession.callTool}); a rejection fails the call and the check runs again on the
+   * next one.
    */
   readonly verify?: VerifyTools;
-}
-
-/** The request without its progress token (the next hop gets its own), all else unchanged. */
-function withoutProgressToken(
-  params: CreateMessageRequest["params"],
-): CreateMessageRequest["params"] {
-  if (params._meta?.progressToken === undefined) return params;
-  const { progressToken: _token, ...meta } = params._meta;
-  const { _meta, ...rest } = params;
-  return Object.keys(meta).length ? { ...rest, _meta: meta } : rest;
 }
 
 /**
@@ -75,8 +69,10 @@ export class UpstreamSession {
   readonly client: Client;
   readonly #calls: TransportCalls;
   #inFlight = 0;
-  /** The sampling handlers of the calls in flight, oldest first. */
-  readonly #samplers = new Set<ServerSample>();
+  /** The options of the calls in flight, oldest first: who answers the server's requests. */
+  readonly #inFlightCalls = new Set<UpstreamCallOptions>();
+  /** The last guard given to {@link UpstreamSession.verifyOnce}, run again on `list_changed`. */
+  #guard?: { verify: VerifyTools; timeoutMs: number };
   #verified?: Promise<void>;
   /** {@link UpstreamSession.#verified} has resolved. */
   #verifiedOk = false;
@@ -95,15 +91,26 @@ export class UpstreamSession {
   static async open(
     server: string,
     transport: Transport,
-    opts: { timeoutMs: number },
+    opts: { timeoutMs: number; hub?: UpstreamHub },
   ): Promise<UpstreamSession> {
     const client = new Client(
       { name: "pml", version: "0.1.0" },
-      { capabilities: { sampling: { tools: {} } }, jsonSchemaValidator: lazySchemaValidator() },
+      {
+        capabilities: {
+          sampling: { tools: {} },
+          elicitation: { form: {}, url: {} },
+          roots: {},
+        },
+        jsonSchemaValidator: lazySchemaValidator(),
+      },
     );
     // Filled in once the session object exists (the handlers need its calls in flight).
     const opened: { session?: UpstreamSession } = {};
-    answerSampling(client, server, () => opened.session && [...opened.session.#samplers][0]);
+    answerServer(client, server, {
+      hub: opts.hub,
+      calls: () => opened.session ? opened.session.#inFlightCalls : new Set(),
+      toolsChanged: () => opened.session && opened.session.#toolsChanged(),
+    });
     await client.connect(transport, { timeout: opts.timeoutMs });
     opened.session = new UpstreamSession(server, client, transport);
     return opened.session;
@@ -114,17 +121,11 @@ export class UpstreamSession {
   }
 
   /** The server's `tools/list` (every page), definitions as it gave them. */
-  async listTools(timeoutMs: number): Promise<Tool[]> {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.client.listTools(cursor ? { cursor } : undefined, {
-        timeout: timeoutMs,
-      });
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor);
-    return tools;
+  listTools(timeoutMs: number): Promise<Tool[]> {
+    return allPages(async (params) => {
+      const page = await this.client.listTools(params, { timeout: timeoutMs });
+      return { items: page.tools, next: page.nextCursor };
+    });
   }
 
   /**
@@ -132,6 +133,7 @@ export class UpstreamSession {
    * `undefined` once it has passed (nothing to wait for).
    */
   verifyOnce(verify: VerifyTools, timeoutMs: number): Promise<void> | undefined {
+    if (this.#guard?.verify !== verify) this.#guard = { verify, timeoutMs };
     if (this.#verifiedOk) return undefined;
     if (!this.#verified) {
       const verified = verify(() => this.listTools(timeoutMs));
@@ -145,25 +147,119 @@ export class UpstreamSession {
   }
 
   /**
-   * Calls tool `name` (verified first when `opts.verify` is given). Fails as the SDK's `Client`
-   * would (`call_errors.ts`); the target says what a failure means for its server.
+   * Calls tool `name` (the caller runs `opts.verify` first, through {@link UpstreamSession.verifyOnce}: the
+   * process manager before it hands out the process, the remote target on its session). Fails as
+   * the SDK's `Client` would (`call_errors.ts`); the target says what a failure means for its
+   * server.
    */
   async callTool(
     name: string,
     args: Record<string, unknown>,
     opts: UpstreamCallOptions,
   ): Promise<CallToolResult> {
-    const verifying = opts.verify && this.verifyOnce(opts.verify, opts.timeoutMs);
-    if (verifying) await verifying;
     this.#inFlight++;
-    const sample = opts.sample;
-    if (sample) this.#samplers.add(sample);
+    this.#inFlightCalls.add(opts);
     try {
-      return await this.#calls.call({ name, arguments: args }, opts);
+      const result = await this.#calls.call({ name, arguments: args }, opts);
+      // A resource the result names reads back through PML (resource_uri.ts).
+      return namesResources(result.content)
+        ? { ...result, content: result.content.map((b) => blockWithPmlUris(this.server, b)) }
+        : result;
     } finally {
       this.#inFlight--;
-      if (sample) this.#samplers.delete(sample);
+      this.#inFlightCalls.delete(opts);
     }
+  }
+
+  /**
+   * The server's tools changed (`notifications/tools/list_changed`): checked against their pins
+   * again now and before the next call (a new or changed tool is withheld until a human approves
+   * it, `tool_guard.ts`).
+   */
+  #toolsChanged(): void {
+    this.#verifiedOk = false;
+    this.#verified = undefined;
+    const guard = this.#guard;
+    if (guard) this.verifyOnce(guard.verify, guard.timeoutMs)?.catch(() => {});
+  }
+
+  /** What the server said it offers in its handshake. */
+  get capabilities(): ServerCapabilities {
+    return this.client.getServerCapabilities() ?? {};
+  }
+
+  /** `resources/list`, every page, the URIs PML's (`resource_uri.ts`). */
+  listResources(timeoutMs: number): Promise<Resource[]> {
+    return allPages(async (params) => {
+      const page = await this.client.listResources(params, { timeout: timeoutMs });
+      const items = page.resources.map((r) => ({ ...r, uri: toPmlUri(this.server, r.uri) }));
+      return { items, next: page.nextCursor };
+    });
+  }
+
+  /** `resources/templates/list`, every page, the templates PML's. */
+  listResourceTemplates(timeoutMs: number): Promise<ResourceTemplate[]> {
+    return allPages(async (params) => {
+      const page = await this.client.listResourceTemplates(params, { timeout: timeoutMs });
+      const items = page.resourceTemplates.map((t) => ({
+        ...t,
+        uriTemplate: toPmlUri(this.server, t.uriTemplate),
+      }));
+      return { items, next: page.nextCursor };
+    });
+  }
+
+  /** `resources/read` of the server's own `uri`; the contents' URIs PML's. */
+  async readResource(uri: string, opts: RequestBound): Promise<ReadResourceResult> {
+    const result = await this.client.readResource({ uri }, bound(opts));
+    return {
+      ...result,
+      contents: result.contents.map((c) => ({ ...c, uri: toPmlUri(this.server, c.uri) })),
+    };
+  }
+
+  async subscribe(uri: string, opts: RequestBound): Promise<void> {
+    await this.client.subscribeResource({ uri }, bound(opts));
+  }
+
+  async unsubscribe(uri: string, opts: RequestBound): Promise<void> {
+    await this.client.unsubscribeResource({ uri }, bound(opts));
+  }
+
+  /** `prompts/list`, every page, names as the server gave them. */
+  listPrompts(timeoutMs: number): Promise<Prompt[]> {
+    return allPages(async (params) => {
+      const page = await this.client.listPrompts(params, { timeout: timeoutMs });
+      return { items: page.prompts, next: page.nextCursor };
+    });
+  }
+
+  /** `prompts/get`; a resource its messages name reads back through PML. */
+  async getPrompt(
+    name: string,
+    args: Record<string, string> | undefined,
+    opts: RequestBound,
+  ): Promise<GetPromptResult> {
+    const result = await this.client.getPrompt(
+      { name, ...(args ? { arguments: args } : {}) },
+      bound(opts),
+    );
+    return {
+      ...result,
+      messages: result.messages.map((m) => ({
+        ...m,
+        content: blockWithPmlUris(this.server, m.content),
+      })),
+    };
+  }
+
+  /** `completion/complete`, its `ref` in the server's own terms. */
+  complete(params: CompleteRequestParams, opts: RequestBound): Promise<CompleteResult> {
+    return this.client.complete(params, bound(opts));
+  }
+
+  async setLoggingLevel(level: LoggingLevel, opts: RequestBound): Promise<void> {
+    await this.client.setLoggingLevel(level, bound(opts));
   }
 
   async close(): Promise<void> {
@@ -171,56 +267,28 @@ export class UpstreamSession {
   }
 }
 
-/**
- * The server's `sampling/createMessage`: answered by the oldest call in flight that can (over stdio
- * a request carries no link to the call it belongs to; calls of one server share its permission
- * and its MCP), its cancellation and progress relayed.
- */
-function answerSampling(
-  client: Client,
-  server: string,
-  sampler: () => ServerSample | undefined,
-): void {
-  // The server's cancellations of its sampling requests. The SDK's own handler ignores request
-  // id 0 (it tests the id for truth), and a server's first request has id 0.
-  const cancels = new Map<RequestId, AbortController>();
-  client.setNotificationHandler(CancelledNotificationSchema, (n) => {
-    if (n.params.requestId !== undefined) cancels.get(n.params.requestId)?.abort(n.params.reason);
-  });
-  client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-    const sample = sampler();
-    if (!sample) {
-      throw new McpError(
-        ErrorCode.InvalidRequest,
-        `sampling/createMessage is answered only while a tool call of ${server} runs`,
-      );
-    }
-    const cancel = new AbortController();
-    cancels.set(extra.requestId, cancel);
-    try {
-      // The server's progress token is its own: progress from the model's side is sent back
-      // under it (the hop to the client gets a token of PML's).
-      const token = request.params._meta?.progressToken;
-      const onprogress: ProgressReport | undefined = token === undefined
-        ? undefined
-        : (p) =>
-          void extra.sendNotification({
-            method: "notifications/progress",
-            params: { progressToken: token, ...p },
-          }).catch(() => {});
-      const signal = AbortSignal.any([extra.signal, cancel.signal]);
-      return await sample(withoutProgressToken(request.params), signal, onprogress);
-    } catch (err) {
-      if (err instanceof McpError) throw err;
-      // A PML refusal (denied, no key, …): the MCP gets it as its request's error.
-      throw new McpError(
-        isPmlError(err) ? ErrorCode.InvalidRequest : ErrorCode.InternalError,
-        (err as Error).message,
-      );
-    } finally {
-      cancels.delete(extra.requestId);
-    }
-  });
+/** Every page of a list, following `nextCursor`. */
+async function allPages<T>(
+  page: (params: { cursor: string } | undefined) => Promise<{ items: T[]; next?: string }>,
+): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const { items, next } = await page(cursor ? { cursor } : undefined);
+    out.push(...items);
+    cursor = next;
+  } while (cursor);
+  return out;
+}
+
+/** The bound of one request PML relays: its time and the client's cancellation. */
+export interface RequestBound {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+}
+
+function bound(opts: RequestBound): { timeout: number; signal?: AbortSignal } {
+  return { timeout: opts.timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) };
 }
 
 /**
@@ -247,6 +315,8 @@ export function upstreamCallOptions(
           onprogress,
         })
       : undefined,
+    elicit: ctx.serverElicit,
+    log: ctx.log,
     verify: opts.verify,
   };
 }

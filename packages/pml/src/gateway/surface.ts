@@ -1,0 +1,311 @@
+/**
+ * What PML passes on of the servers it fronts beyond their tools (docs/surface.md): resources and
+ * their templates, reads and subscriptions, prompts, completions and the log level, aggregated
+ * across every target's {@link Upstreams} and each put under PML's rules. A read or a prompt get
+ * is decided like a tool call (`<server>:resource`, `<server>:prompt`; deny, ask with the
+ * client's elicitation, allow) and audited; a refused one says how to allow it.
+ *
+ * @module
+ */
+import type {
+  CompleteRequestParams,
+  CompleteResult,
+  GetPromptResult,
+  LoggingLevel,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+} from "../sdk/types.ts";
+import type { AuditEvent, AuditLog } from "../audit/audit.ts";
+import { errorMessage, PmlError } from "../errors.ts";
+import type { ApprovalDecision, Approvals } from "../permission/approvals.ts";
+import type { PermissionStore } from "../permission/permission_store.ts";
+import type { Target, Upstreams } from "../targets/target.ts";
+import type { UpstreamSession } from "../targets/upstream/upstream_session.ts";
+import { fromPmlUri } from "../targets/upstream/resource_uri.ts";
+import { exposedName, idOfExposedName } from "./names.ts";
+import type { CallChannel } from "./gateway.ts";
+
+/** What {@link Surface} needs (the gateway's own pieces). */
+export interface SurfaceDeps {
+  readonly targets: readonly Target[];
+  readonly permissions: PermissionStore;
+  readonly approvals: Approvals;
+  readonly audit: AuditLog;
+  /** The namespaces `tools/list` shows (`undefined`: every one). */
+  readonly namespaces: () => ReadonlySet<string> | undefined;
+  /** The bound of one request to a server (default 60 s). */
+  readonly timeoutMs?: number;
+}
+
+/** One fronted server with its session. */
+interface Fronted {
+  readonly server: string;
+  readonly origin: Upstreams["origin"];
+  readonly session: UpstreamSession;
+}
+
+/** The permission id of reading `server`'s resources. */
+export const resourceId = (server: string): string => `${server}:resource`;
+/** The permission id of getting `server`'s prompts. */
+export const promptId = (server: string): string => `${server}:prompt`;
+
+/** See the module documentation. */
+export class Surface {
+  readonly #d: SurfaceDeps;
+  /** Exposed prompt names of the last `prompts/list`, to the server and its own name. */
+  #prompts = new Map<string, { server: string; name: string }>();
+  /** Which target fronts a server, once found. */
+  readonly #owners = new Map<string, Upstreams>();
+
+  constructor(deps: SurfaceDeps) {
+    this.#d = deps;
+  }
+
+  get #timeoutMs(): number {
+    return this.#d.timeoutMs ?? 60_000;
+  }
+
+  async listResources(): Promise<Resource[]> {
+    const lists = await this.#each(
+      "resources",
+      resourceId,
+      (f) => f.session.listResources(this.#timeoutMs),
+    );
+    return lists.flat();
+  }
+
+  async listResourceTemplates(): Promise<ResourceTemplate[]> {
+    const lists = await this.#each(
+      "resources",
+      resourceId,
+      (f) => f.session.listResourceTemplates(this.#timeoutMs),
+    );
+    return lists.flat();
+  }
+
+  /** `resources/read` of a PML URI: the owner's permission, then its server's read. */
+  async readResource(uri: string, channel: CallChannel): Promise<ReadResourceResult> {
+    const { fronted, own } = await this.#owner(uri);
+    await this.#allow(resourceId(fronted.server), fronted, `read "${uri}"`, channel);
+    const result = await fronted.session.readResource(own, this.#bound(channel));
+    this.#audited("resource_read", fronted, { uri });
+    return result;
+  }
+
+  async subscribe(uri: string, channel: CallChannel): Promise<void> {
+    const { fronted, own } = await this.#owner(uri);
+    await this.#allow(resourceId(fronted.server), fronted, `watch "${uri}"`, channel);
+    await fronted.session.subscribe(own, this.#bound(channel));
+  }
+
+  async unsubscribe(uri: string, channel: CallChannel): Promise<void> {
+    const { fronted, own } = await this.#owner(uri);
+    await fronted.session.unsubscribe(own, this.#bound(channel));
+  }
+
+  /** `prompts/list`: every fronted server's prompts under PML's names (`server__prompt`). */
+  async listPrompts(): Promise<Prompt[]> {
+    const lists = await this.#each(
+      "prompts",
+      promptId,
+      async (f) =>
+        (await f.session.listPrompts(this.#timeoutMs)).map((p) => ({
+          server: f.server,
+          prompt: p,
+        })),
+    );
+    const names = new Map<string, { server: string; name: string }>();
+    const out: Prompt[] = [];
+    for (const { server, prompt } of lists.flat()) {
+      const name = exposedName(`${server}:${prompt.name}`);
+      names.set(name, { server, name: prompt.name });
+      out.push({ ...prompt, name, title: prompt.title ?? `${server}:${prompt.name}` });
+    }
+    this.#prompts = names;
+    return out;
+  }
+
+  async getPrompt(
+    name: string,
+    args: Record<string, string> | undefined,
+    channel: CallChannel,
+  ): Promise<GetPromptResult> {
+    const { fronted, own } = await this.#promptOwner(name);
+    await this.#allow(promptId(fronted.server), fronted, `get the prompt "${own}"`, channel);
+    const result = await fronted.session.getPrompt(own, args, this.#bound(channel));
+    this.#audited("prompt_get", fronted, { prompt: own });
+    return result;
+  }
+
+  /** `completion/complete` of a prompt's or a resource template's argument, asked of its owner. */
+  async complete(params: CompleteRequestParams, channel: CallChannel): Promise<CompleteResult> {
+    const ref = params.ref;
+    const found = ref.type === "ref/prompt"
+      ? await this.#promptOwner(ref.name).then(({ fronted, own }) => ({
+        fronted,
+        ref: { ...ref, name: own },
+      }))
+      : await this.#owner(ref.uri).then(({ fronted, own }) => ({
+        fronted,
+        ref: { ...ref, uri: own },
+      }));
+    const empty = { completion: { values: [], hasMore: false } };
+    const id = ref.type === "ref/prompt" ? promptId(found.fronted.server) : resourceId(
+      found.fronted.server,
+    );
+    // Suggestions read nothing the agent did not list; a denied server's are never asked for.
+    if (this.#d.permissions.check(id) === "deny") return empty;
+    if (!found.fronted.session.capabilities.completions) return empty;
+    return await found.fronted.session.complete(
+      { ...params, ref: found.ref },
+      this.#bound(channel),
+    );
+  }
+
+  /** `logging/setLevel`, passed on to every running server that logs. */
+  async setLoggingLevel(level: LoggingLevel): Promise<void> {
+    await this.#each(
+      "logging",
+      undefined,
+      (f) => f.session.setLoggingLevel(level, { timeoutMs: this.#timeoutMs }),
+    );
+  }
+
+  /**
+   * `run` on the session of every shown server that offers `capability` and whose permission
+   * `idOf` is not denied; a server that fails is said on stderr and left out.
+   */
+  async #each<T>(
+    capability: "resources" | "prompts" | "logging",
+    idOf: ((server: string) => string) | undefined,
+    run: (f: Fronted) => Promise<T>,
+  ): Promise<T[]> {
+    const shown = this.#d.namespaces();
+    const jobs: Promise<T | undefined>[] = [];
+    for (const t of this.#d.targets) {
+      const up = t.upstreams;
+      if (!up) continue;
+      const servers: string[] = await up.servers(shown).catch(() => []);
+      for (const server of servers) {
+        if (idOf && this.#d.permissions.check(idOf(server)) === "deny") continue;
+        jobs.push((async () => {
+          try {
+            const session = await up.session(server);
+            if (!session?.capabilities[capability]) return undefined;
+            return await run({ server, origin: up.origin, session });
+          } catch (err) {
+            console.error(`pml: ${capability} of "${server}" left out: ${errorMessage(err)}`);
+            return undefined;
+          }
+        })());
+      }
+    }
+    return (await Promise.all(jobs)).filter((r): r is Awaited<T> => r !== undefined);
+  }
+
+  /** The server a name of {@link Surface.listPrompts} belongs to, and its own name. */
+  async #promptOwner(name: string): Promise<{ fronted: Fronted; own: string }> {
+    const known = this.#prompts.get(name);
+    const id = known ? undefined : idOfExposedName(name);
+    const server = known?.server ?? id?.slice(0, id.indexOf(":"));
+    const own = known?.name ?? id?.slice(id.indexOf(":") + 1);
+    const fronted = server && own ? await this.#fronted(server) : undefined;
+    if (!fronted || own === undefined) {
+      throw new PmlError(
+        "UNKNOWN_PROMPT",
+        `Unknown prompt "${name}": no MCP of this workspace provides it; see prompts/list`,
+      );
+    }
+    return { fronted, own };
+  }
+
+  /** The server a PML URI belongs to, and its own URI. */
+  async #owner(uri: string): Promise<{ fronted: Fronted; own: string }> {
+    const parsed = fromPmlUri(uri);
+    const fronted = parsed && await this.#fronted(parsed.server);
+    if (!parsed || !fronted) {
+      throw new PmlError(
+        "UNKNOWN_RESOURCE",
+        `Unknown resource "${uri}": no MCP of this workspace serves it; see resources/list`,
+      );
+    }
+    return { fronted, own: parsed.uri };
+  }
+
+  async #fronted(server: string): Promise<Fronted | undefined> {
+    const up = this.#owners.get(server) ?? await this.#ownerOf(server);
+    const session = await up?.session(server);
+    return up && session && { server, origin: up.origin, session };
+  }
+
+  /** The first target's {@link Upstreams} that fronts `server` (kept: a server has one owner). */
+  async #ownerOf(server: string): Promise<Upstreams | undefined> {
+    for (const t of this.#d.targets) {
+      const up = t.upstreams;
+      if (!up) continue;
+      const servers: string[] = await up.servers(new Set([server])).catch(() => []);
+      if (!servers.includes(server)) continue;
+      this.#owners.set(server, up);
+      return up;
+    }
+    return undefined;
+  }
+
+  /**
+   * Decides `id` as a tool call is decided: `deny` refuses, `allow` runs, `ask` asks the human
+   * through the client's elicitation; without one (or unanswered) it is refused with how to allow.
+   */
+  async #allow(id: string, f: Fronted, what: string, channel: CallChannel): Promise<void> {
+    const decision = this.#d.permissions.check(id);
+    if (decision === "allow") return;
+    if (decision === "deny") {
+      await this.#d.audit.write("permission_denied", { tool: id, server: f.server });
+      throw new PmlError(
+        "PERMISSION_DENIED",
+        `Permission denied: "${id}" is denied by .pml.json permissions`,
+      );
+    }
+    let decided: ApprovalDecision | undefined;
+    if (channel.elicit) {
+      await this.#d.approvals.ask(
+        {
+          type: "tool_permission",
+          description: `Allow the MCP server "${f.server}" to ${what}?`,
+          context: {
+            tool: id,
+            // A local server's data is read here; a remote one's is a call out (docs/surface.md).
+            mcp_server: { name: f.server, read_only: f.origin === "local" },
+          },
+        },
+        (d) => {
+          decided = d;
+          return Promise.resolve({ content: [] });
+        },
+        { elicit: channel.elicit },
+      );
+    }
+    if (decided === "always") await this.#d.permissions.allowAlways(id);
+    if (decided === "yes" || decided === "always") return;
+    if (decided === "no") {
+      await this.#d.audit.write("permission_denied", { tool: id, server: f.server, by: "user" });
+      throw new PmlError("PERMISSION_DENIED", `Permission denied: the user refused "${id}"`);
+    }
+    throw new PmlError(
+      "APPROVAL_REQUIRED",
+      `"${id}" needs approval (to ${what}) and none could be asked here: add "${id}" to ` +
+        `permissions.allow in .pml.json (\`pml trust\` after editing it), or ask from a client ` +
+        `that supports elicitation and answer "always"`,
+    );
+  }
+
+  #bound(channel: CallChannel): { timeoutMs: number; signal?: AbortSignal } {
+    return { timeoutMs: this.#timeoutMs, signal: channel.signal };
+  }
+
+  /** Audited without holding the answer (the log's writes keep their order; it never throws). */
+  #audited(event: AuditEvent, f: Fronted, fields: Record<string, unknown>): void {
+    void this.#d.audit.write(event, { server: f.server, origin: f.origin, ...fields });
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * What a fronted server asks of its client, PML, and what it tells it (docs/surface.md): its
+ * sampling, elicitation and `roots/list` requests answered, its log lines, list changes and
+ * resource updates passed on. A request or a log line during a call goes to the oldest call in
+ * flight that can take it (over stdio nothing links it to its call; calls of one server share its
+ * permissions), on that call's own stream; a notification outside any call goes to every client
+ * through the {@link UpstreamHub}, within its bound.
+ *
+ * @module
+ */
+import { basename } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Client } from "../../sdk/client.ts";
+import {
+  CancelledNotificationSchema,
+  type CreateMessageRequest,
+  CreateMessageRequestSchema,
+  type CreateMessageResult,
+  type ElicitRequest,
+  ElicitRequestSchema,
+  type ElicitResult,
+  ErrorCode,
+  ListRootsRequestSchema,
+  type LoggingMessageNotification,
+  LoggingMessageNotificationSchema,
+  McpError,
+  PromptListChangedNotificationSchema,
+  type RequestId,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from "../../sdk/types.ts";
+import { isPmlError } from "../../errors.ts";
+import { toPmlUri } from "./resource_uri.ts";
+import type { UpstreamHub } from "./upstream_hub.ts";
+
+/** Progress of a request, as the other side reports it. */
+export type ProgressReport = (p: { progress: number; total?: number; message?: string }) => void;
+
+/**
+ * Answers one sampling request of the server (its cancellation arrives as `signal`; `onprogress`
+ * is present when the server asked for progress with a token).
+ */
+export type ServerSample = (
+  params: CreateMessageRequest["params"],
+  signal: AbortSignal,
+  onprogress?: ProgressReport,
+) => Promise<CreateMessageResult>;
+
+/** Relays one elicitation of the server to the client of a call (its words already labelled). */
+export type ServerElicit = (
+  params: ElicitRequest["params"],
+  signal: AbortSignal,
+) => Promise<ElicitResult>;
+
+/** Relays one log line of the server to the client of a call (its logger labelled). */
+export type ServerLog = (params: LoggingMessageNotification["params"]) => Promise<void>;
+
+/** Who answers for a session: its calls in flight, the hub, and its tool guard. */
+export interface ServerAnswers {
+  readonly hub?: UpstreamHub;
+  readonly calls: () => ReadonlySet<
+    { sample?: ServerSample; elicit?: ServerElicit; log?: ServerLog }
+  >;
+  readonly toolsChanged: () => void;
+}
+
+/**
+ * The words that open every elicitation of a fronted server: it is that server's question, never
+ * one of PML's approvals (which open "Allow …" and ask for a `decision`), whatever it says.
+ */
+export function elicitationLabel(server: string): string {
+  return `[MCP server "${server}" asks; this is not a question of PML and approves nothing in PML] `;
+}
+
+/** Puts the handlers of the server's requests and notifications on `client`. */
+export function answerServer(client: Client, server: string, answers: ServerAnswers): void {
+  // The server's cancellations of its requests. The SDK's own handler ignores request id 0 (it
+  // tests the id for truth), and a server's first request has id 0.
+  const cancels = new Map<RequestId, AbortController>();
+  client.setNotificationHandler(CancelledNotificationSchema, (n) => {
+    if (n.params.requestId !== undefined) cancels.get(n.params.requestId)?.abort(n.params.reason);
+  });
+  const first = <K extends "sample" | "elicit" | "log">(key: K) => {
+    for (const c of answers.calls()) if (c[key]) return c[key];
+    return undefined;
+  };
+  answerSampling(client, server, () => first("sample"), cancels);
+  client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    const elicit = first("elicit");
+    if (!elicit) {
+      // Nobody to ask: no call of this server runs, or its client does not elicit.
+      return { action: "decline" };
+    }
+    const cancel = new AbortController();
+    cancels.set(extra.requestId, cancel);
+    try {
+      const params = {
+        ...request.params,
+        message: elicitationLabel(server) + request.params.message,
+      };
+      return await elicit(params, AbortSignal.any([extra.signal, cancel.signal]));
+    } finally {
+      cancels.delete(extra.requestId);
+    }
+  });
+  client.setRequestHandler(ListRootsRequestSchema, () => {
+    const workspace = answers.hub?.workspace;
+    return {
+      roots: workspace ? [{ uri: pathToFileURL(workspace).href, name: basename(workspace) }] : [],
+    };
+  });
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    const logger = n.params.logger ? `${server}/${n.params.logger}` : server;
+    const params = { ...n.params, logger };
+    const log = first("log");
+    if (!log) return answers.hub?.broadcast(server, { method: "notifications/message", params });
+    if (answers.hub?.admit(server) ?? true) log(params).catch(() => {});
+  });
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    answers.toolsChanged();
+    answers.hub?.broadcast(server, { method: "notifications/tools/list_changed" });
+  });
+  client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+    answers.hub?.broadcast(server, { method: "notifications/resources/list_changed" });
+  });
+  client.setNotificationHandler(PromptListChangedNotificationSchema, () => {
+    answers.hub?.broadcast(server, { method: "notifications/prompts/list_changed" });
+  });
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    answers.hub?.broadcast(server, {
+      method: "notifications/resources/updated",
+      params: { ...n.params, uri: toPmlUri(server, n.params.uri) },
+    });
+  });
+}
+
+/** The request without its progress token (the next hop gets its own), all else unchanged. */
+function withoutProgressToken(
+  params: CreateMessageRequest["params"],
+): CreateMessageRequest["params"] {
+  if (params._meta?.progressToken === undefined) return params;
+  const { progressToken: _token, ...meta } = params._meta;
+  const { _meta, ...rest } = params;
+  return Object.keys(meta).length ? { ...rest, _meta: meta } : rest;
+}
+
+/**
+ * The server's `sampling/createMessage`: answered by the oldest call in flight that can (over stdio
+ * a request carries no link to the call it belongs to; calls of one server share its permission
+ * and its MCP), its cancellation and progress relayed.
+ */
+function answerSampling(
+  client: Client,
+  server: string,
+  sampler: () => ServerSample | undefined,
+  cancels: Map<RequestId, AbortController>,
+): void {
+  client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+    const sample = sampler();
+    if (!sample) {
+      throw new McpError(
+        ErrorCode.InvalidRequest,
+        `sampling/createMessage is answered only while a tool call of ${server} runs`,
+      );
+    }
+    const cancel = new AbortController();
+    cancels.set(extra.requestId, cancel);
+    try {
+      // The server's progress token is its own: progress from the model's side is sent back
+      // under it (the hop to the client gets a token of PML's).
+      const token = request.params._meta?.progressToken;
+      const onprogress: ProgressReport | undefined = token === undefined
+        ? undefined
+        : (p) =>
+          void extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, ...p },
+          }).catch(() => {});
+      const signal = AbortSignal.any([extra.signal, cancel.signal]);
+      return await sample(withoutProgressToken(request.params), signal, onprogress);
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      // A PML refusal (denied, no key, …): the MCP gets it as its request's error.
+      throw new McpError(
+        isPmlError(err) ? ErrorCode.InvalidRequest : ErrorCode.InternalError,
+        (err as Error).message,
+      );
+    } finally {
+      cancels.delete(extra.requestId);
+    }
+  });
+}

@@ -1,0 +1,187 @@
+/**
+ * The features of server-everything an SDK client sees, one by one (docs/surface.md "Compared with
+ * the server direct"): run on the server direct and through PML, the rows must be the same.
+ */
+import { Client } from "../../packages/pml/src/sdk/client.ts";
+import type { Transport } from "../../packages/pml/src/sdk/transport.ts";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+} from "../../packages/pml/src/sdk/types.ts";
+
+/** The features probed, in the table's order. */
+export const FEATURES = [
+  "tools/list",
+  "tools/call text",
+  "image content",
+  "tool error",
+  "structuredContent + outputSchema",
+  "progress during a call",
+  "log messages during a call",
+  "sampling request",
+  "elicitation request",
+  "roots/list",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read",
+  "resource_link read back",
+  "prompts/list",
+  "prompts/get with arguments",
+  "completion/complete",
+  "logging/setLevel",
+] as const;
+
+export type Feature = typeof FEATURES[number];
+
+/**
+ * How the probed server is named where it is reached: `prefix` before its tool and prompt names
+ * (`everything__` through PML, empty direct).
+ */
+export interface Naming {
+  readonly prefix: string;
+}
+
+async function check(fn: () => Promise<boolean>): Promise<boolean> {
+  try {
+    return await fn();
+  } catch {
+    return false;
+  }
+}
+
+/** Connects a client with handlers for the server's requests and probes every feature. */
+export async function probe(
+  transport: Transport,
+  naming: Naming,
+  root: string,
+): Promise<Record<Feature, boolean>> {
+  const client = new Client({ name: "probe", version: "1" }, {
+    capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} },
+  });
+  const logs: unknown[] = [];
+  let elicited = 0;
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n));
+  client.setRequestHandler(CreateMessageRequestSchema, () => ({
+    role: "assistant",
+    content: { type: "text", text: "probe-sampled" },
+    model: "probe",
+  }));
+  client.setRequestHandler(ElicitRequestSchema, () => {
+    elicited++;
+    return { action: "accept", content: { name: "Probe" } };
+  });
+  client.setRequestHandler(ListRootsRequestSchema, () => ({
+    roots: [{ uri: root, name: "root" }],
+  }));
+  await client.connect(transport);
+  const tool = (n: string) => naming.prefix + n;
+  const call = (n: string, args: Record<string, unknown> = {}) =>
+    client.callTool({ name: tool(n), arguments: args });
+  const text = (r: unknown) => JSON.stringify((r as { content?: unknown }).content ?? r);
+  const out = {} as Record<Feature, boolean>;
+  try {
+    out["tools/list"] = await check(async () =>
+      (await client.listTools()).tools.some((t) => t.name === tool("echo"))
+    );
+    out["tools/call text"] = await check(async () =>
+      text(await call("echo", { message: "hi" })).includes("hi")
+    );
+    out["image content"] = await check(async () =>
+      text(await call("get-tiny-image")).includes('"type":"image"')
+    );
+    out["tool error"] = await check(async () => {
+      try {
+        const r = await call("get-sum", { a: "x", b: "y" });
+        return r.isError === true;
+      } catch {
+        return true;
+      }
+    });
+    out["structuredContent + outputSchema"] = await check(async () => {
+      const listed = (await client.listTools()).tools.find((t) =>
+        t.name === tool("get-structured-content")
+      );
+      const r = await call("get-structured-content", { location: "New York" });
+      return listed?.outputSchema !== undefined && r.structuredContent !== undefined;
+    });
+    out["progress during a call"] = await check(async () => {
+      let n = 0;
+      await client.callTool(
+        { name: tool("trigger-long-running-operation"), arguments: { duration: 0.3, steps: 3 } },
+        undefined,
+        { onprogress: () => void n++ },
+      );
+      return n > 0;
+    });
+    out["logging/setLevel"] = await check(async () => {
+      await client.setLoggingLevel("debug");
+      return true;
+    });
+    out["log messages during a call"] = await check(async () => {
+      await call("toggle-simulated-logging");
+      for (let i = 0; i < 100 && !logs.length; i++) await new Promise((r) => setTimeout(r, 50));
+      await call("toggle-simulated-logging");
+      return logs.length > 0;
+    });
+    out["sampling request"] = await check(async () =>
+      text(await call("trigger-sampling-request", { prompt: "hi", maxTokens: 5 })).includes(
+        "probe-sampled",
+      )
+    );
+    out["elicitation request"] = await check(async () => {
+      const r = await call("trigger-elicitation-request");
+      return elicited === 1 && text(r).includes("Probe");
+    });
+    out["roots/list"] = await check(async () =>
+      text(await call("get-roots-list")).includes("file://")
+    );
+    const resources = await client.listResources().catch(() => ({ resources: [] }));
+    out["resources/list"] = resources.resources.length > 0;
+    out["resources/templates/list"] = await check(async () =>
+      (await client.listResourceTemplates()).resourceTemplates.length > 0
+    );
+    out["resources/read"] = await check(async () =>
+      (await client.readResource({ uri: resources.resources[0].uri })).contents.length > 0
+    );
+    out["resource_link read back"] = await check(async () => {
+      const r = await call("get-resource-links", { count: 1 });
+      const link = (r.content as { type: string; uri?: string }[]).find((c) =>
+        c.type === "resource_link"
+      );
+      return (await client.readResource({ uri: link!.uri! })).contents.length > 0;
+    });
+    out["prompts/list"] = await check(async () =>
+      (await client.listPrompts()).prompts.some((p) => p.name === tool("simple-prompt"))
+    );
+    out["prompts/get with arguments"] = await check(async () =>
+      JSON.stringify(
+        (await client.getPrompt({ name: tool("args-prompt"), arguments: { city: "Lyon" } }))
+          .messages,
+      ).includes("Lyon")
+    );
+    out["completion/complete"] = await check(async () =>
+      (await client.complete({
+        ref: { type: "ref/prompt", name: tool("completable-prompt") },
+        argument: { name: "department", value: "E" },
+      })).completion.values.includes("Engineering")
+    );
+  } finally {
+    await client.close();
+  }
+  return out;
+}
+
+/** The table of `rows` (a column each), as docs/surface.md shows it. */
+export function table(rows: Record<string, Record<Feature, boolean>>): string {
+  const cols = Object.keys(rows);
+  const lines = [
+    `| feature | ${cols.join(" | ")} |`,
+    `| --- |${cols.map(() => " --- |").join("")}`,
+  ];
+  for (const f of FEATURES) {
+    lines.push(`| ${f} | ${cols.map((c) => (rows[c][f] ? "yes" : "**no**")).join(" | ")} |`);
+  }
+  return lines.join("\n");
+}
