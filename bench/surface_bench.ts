@@ -40,6 +40,11 @@ await viaPml.connect(
 
 /** The same request on each side, `prefix`ed names and URIs through PML. */
 const work = {
+  // The anchor: a tool call on the same path (tools/call goes PML's fast way, `transport_calls.ts`).
+  tool: {
+    direct: () => direct.callTool({ name: "echo", arguments: { message: "hi" } }),
+    pml: () => viaPml.callTool({ name: "everything__echo", arguments: { message: "hi" } }),
+  },
   read: {
     direct: () => direct.readResource({ uri: "demo://resource/dynamic/text/1" }),
     pml: () => viaPml.readResource({ uri: "demo://everything/resource/dynamic/text/1" }),
@@ -72,16 +77,21 @@ for (const [name, s] of Object.entries(samples)) {
   console.log(row(`${name} direct`, s.direct));
   console.log(row(`${name} through pml stdio`, s.pml, s.direct));
 }
-const TARGET = 1.5;
+/** A read or a prompt get may cost what a tool call through PML costs, and 15 % more. */
+const SLACK = 1.15;
+const toolRatio = median(samples.tool.pml) / median(samples.tool.direct);
 const label = { read: "a `resources/read`", prompt: "a `prompts/get`" } as const;
-for (const [name, s] of Object.entries(samples) as [keyof typeof label, typeof samples[string]][]) {
+for (const name of ["read", "prompt"] as const) {
+  const s = samples[name];
   const r = median(s.pml) / median(s.direct);
   figure({
     id: `surface-${name}`,
     what: `${label[name]} of server-everything through pml stdio vs the server direct`,
-    now: `${ratio(median(s.pml), median(s.direct))} (${median(s.direct).toFixed(2)} ms direct)`,
-    target: `≤ ${TARGET}×`,
-    met: r <= TARGET,
+    now: `${ratio(median(s.pml), median(s.direct))} (${
+      median(s.direct).toFixed(2)
+    } ms direct); a tool call on the same path: ${toolRatio.toFixed(2)}×`,
+    target: `≤ the tool call's × ${SLACK}`,
+    met: r <= toolRatio * SLACK,
     bench: "surface",
   });
 }
