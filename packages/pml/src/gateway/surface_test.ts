@@ -19,6 +19,7 @@ import {
   type ElicitResult,
   type LoggingMessageNotification,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
 } from "../sdk/types.ts";
 import { createGateway } from "./create_gateway.ts";
 import { createMcpServer } from "./mcp_server.ts";
@@ -272,3 +273,25 @@ async function waitFor(cond: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 50));
   assert(cond(), `never happened: ${what}`);
 }
+
+Deno.test("surface: a subscription to a resource of a remote server-everything; its updates reach the client under the PML URI", async () => {
+  const everything = await startEverything();
+  try {
+    await using ws = workspace(everything.url, { allow: ["everything"], ask: [], deny: [] });
+    await using g = await gatewayFor(ws);
+    const updated: string[] = [];
+    g.client.setNotificationHandler(
+      ResourceUpdatedNotificationSchema,
+      (n) => void updated.push(n.params.uri),
+    );
+    const uri = "demo://everything/resource/dynamic/text/3";
+    await g.client.subscribeResource({ uri });
+    await g.client.callTool({ name: "everything__toggle-subscriber-updates", arguments: {} });
+    await waitFor(() => updated.length > 0, "an update of the subscribed resource");
+    assertEquals(updated[0], uri);
+    await g.client.callTool({ name: "everything__toggle-subscriber-updates", arguments: {} });
+    await g.client.unsubscribeResource({ uri });
+  } finally {
+    await everything.close();
+  }
+});
