@@ -4,7 +4,8 @@
  *
  * - `pml.js`: `main.ts` and everything it imports from the sources;
  * - `sandbox/std_entry.js`, `sandbox/exec_entry.js`, `sandbox/_runner.js`: the sandbox entries,
- *   each with what it imports (the std modules for `std_entry`), spawned as separate processes.
+ *   each with what it imports (the std modules for `std_entry`), spawned as separate processes;
+ *   `sandbox/landlock_exec.js`, the launcher of the Landlock wall.
  *
  * The default outdir is `packages/pml/dist`. An outdir must sit directly in `packages/pml` (as
  * `src/` does): `src/paths.ts` finds the repository root from there. Run it with the repository's
@@ -30,6 +31,7 @@ export const BUNDLE_ENTRIES: readonly { readonly out: string; readonly src: stri
   { out: "sandbox/std_entry.js", src: "src/sandbox/std_entry.ts" },
   { out: "sandbox/exec_entry.js", src: "src/sandbox/exec_entry.ts" },
   { out: "sandbox/_runner.js", src: "src/sandbox/_runner.ts" },
+  { out: "sandbox/landlock_exec.js", src: "src/sandbox/landlock_exec.ts" },
 ];
 
 /** Builds the bundled form into `outDir` (a folder directly inside `packages/pml`). */

@@ -32,7 +32,12 @@ export const PML_CODE_DIRS: readonly string[] = PACKAGED
 /** The catalogue of stdio MCPs PML knows without a registry (`registry/mcp/*.json`). */
 export const CATALOGUE_DIR = join(ROOT, "registry", "mcp");
 
-/** The entry of a sandbox process (`std_entry`, `exec_entry`, `_runner`) for this form. */
-export function sandboxEntry(name: "std_entry" | "exec_entry" | "_runner"): string {
+/**
+ * The entry of a sandbox process (`std_entry`, `exec_entry`, `_runner`), or the Landlock wall's
+ * launcher (`landlock_exec`), for this form.
+ */
+export function sandboxEntry(
+  name: "std_entry" | "exec_entry" | "_runner" | "landlock_exec",
+): string {
   return join(HERE, "sandbox", `${name}${BUNDLED ? ".js" : ".ts"}`);
 }

@@ -11,13 +11,13 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { PML_CODE_DIRS } from "../paths.ts";
+import { PML_CODE_DIRS, sandboxEntry } from "../paths.ts";
 import { landlockPlan, SCOPE } from "./landlock.ts";
 import type { LaunchPlan } from "./landlock_exec.ts";
 import type { OsPolicy } from "./policy.ts";
 
-/** The launcher, run by Deno before the command. */
-export const LANDLOCK_LAUNCHER = join(import.meta.dirname!, "landlock_exec.ts");
+/** The launcher, run by Deno before the command (bundled in the npm package's form). */
+export const LANDLOCK_LAUNCHER = sandboxEntry("landlock_exec");
 
 /**
  * The init of a Landlock sandbox: the command in the background with the shell's stdin, the

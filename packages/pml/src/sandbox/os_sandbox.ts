@@ -39,6 +39,11 @@ export type { OsPolicy } from "./policy.ts";
 
 /** Inside the sandbox: an empty, private home (when the policy shows none) and temp folder. */
 export const SANDBOX_HOME = "/tmp/home";
+/**
+ * Where the caches of programs go inside the sandbox (`shell:exec`'s package managers): its private
+ * `/tmp`; behind Landlock and Seatbelt, the same path under the sandbox's private folder.
+ */
+export const SANDBOX_CACHE_HOME = "/tmp/.cache";
 /** Deno's cache inside the sandbox: private, so no sandbox can poison another's. */
 export const SANDBOX_DENO_DIR = "/tmp/deno";
 

@@ -19,6 +19,7 @@ import {
   detectOsSandbox,
   type OsPolicy,
   type OsSandboxStatus,
+  SANDBOX_CACHE_HOME,
   SANDBOX_DENO_DIR,
   SANDBOX_HOME,
   wallCommand,
@@ -216,7 +217,10 @@ export class SandboxProcess {
       // Paths the spec puts under the sandbox's /tmp (the caches of `shell:exec`) are in its
       // private temp folder behind Landlock, where /tmp is the host's.
       if (own) {
-        for (const [k, v] of Object.entries(env)) if (v.startsWith("/tmp/")) env[k] = own + v;
+        // Only those: the user's HOME or PATH may lie under the host's /tmp too.
+        for (const [k, v] of Object.entries(env)) {
+          if (v === SANDBOX_CACHE_HOME || v.startsWith(`${SANDBOX_CACHE_HOME}/`)) env[k] = own + v;
+        }
       }
       if (env.HOME !== undefined && !spec.os!.read.includes(env.HOME)) {
         env.HOME = own ? `${own}/home` : SANDBOX_HOME;

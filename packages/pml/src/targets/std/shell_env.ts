@@ -7,8 +7,10 @@
  * @module
  */
 
+import { SANDBOX_CACHE_HOME } from "../../sandbox/os_sandbox.ts";
+
 /** Where caches go inside the sandbox: its private `/tmp` (a sized tmpfs, gone with it). */
-export const SANDBOX_CACHE_HOME = "/tmp/.cache";
+export { SANDBOX_CACHE_HOME };
 
 /**
  * The cache variables of `shell:exec`: the XDG cache (pip, Go's build cache, most tools) and the
