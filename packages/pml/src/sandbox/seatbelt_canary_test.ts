@@ -131,7 +131,7 @@ Deno.test("canary probes: a canary that does not start fails every probe, saying
   assertStringIncludes(decision.reason, "the canary did not answer: exit 71, no sandbox here");
 });
 
-const os = detectOsSandbox();
+const os = detectOsSandbox(undefined, "bubblewrap");
 Deno.test({
   name:
     "canary probes: under bubblewrap (the Linux wall of the same policy) every file and network probe holds",
