@@ -18,7 +18,7 @@
  * @module
  */
 import { entryIdentity, exists } from "../exists.ts";
-import { isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import { within } from "../config/control_files.ts";
 import { DENO_LIMITS, PROGRAM_LIMITS, type SandboxLimits } from "./limits.ts";
 
@@ -62,6 +62,14 @@ export interface OsPolicy {
    * the policy, and the pool replaces that sandbox.
    */
   readonly entries?: string;
+  /**
+   * The names in each folder of the view that holds a secret (`~`, `~/.config`, `/etc`), as a
+   * short digest. Landlock allows only, so it lists those folders entry by entry at the sandbox's
+   * start: an entry made there later (a new `~/notes.txt`) is outside its set. A change of these
+   * names is a new policy for a Landlock sandbox (the pool replaces it), not for the other walls,
+   * which see such an entry at once (`pool.ts`).
+   */
+  readonly listing?: string;
 }
 
 /** System folders of the toolbox view (those that exist): programs, libraries, configuration. */
@@ -312,6 +320,7 @@ export function sandboxPolicy(input: PolicyInput): OsPolicy {
     sockets: [...(input.sockets ?? [])],
     limits: input.limits ?? (input.view === "toolbox" ? PROGRAM_LIMITS : DENO_LIMITS),
     entries: [look.shownIn(read, write), ...guarded.map(([, id]) => id)].join(" "),
+    ...(look.listing !== undefined ? { listing: look.listing } : {}),
   };
 }
 
@@ -392,9 +401,11 @@ const hostView = reusedFor(HOST_VIEW_REUSE_MS, (key) => {
   const secrets = secretPaths(env.HOME, deny, undefined, own);
   const found = existing(secrets);
   const shown = new Map<string, string>();
+  const toolbox = view === "toolbox" ? toolboxReads(env, secrets) : undefined;
   return {
-    view: view === "toolbox" ? toolboxReads(env, secrets) : libsReads(),
+    view: toolbox ?? libsReads(),
     denyRead: found.map(([path]) => path),
+    listing: toolbox && listingOf(toolbox, found.map(([path]) => path)),
     /**
      * The identities of the secrets a sandbox with these roots sees (only those are bound), once
      * per set of roots and look: a policy is made for every call.
@@ -412,6 +423,28 @@ const hostView = reusedFor(HOST_VIEW_REUSE_MS, (key) => {
     },
   };
 });
+
+/** The digest of the names in each folder of `roots` above one of `secrets` (see `listing`). */
+function listingOf(roots: readonly string[], secrets: readonly string[]): string {
+  const folders = new Set<string>();
+  for (const secret of secrets) {
+    for (let dir = dirname(secret); dir !== dirname(dir); dir = dirname(dir)) {
+      if (!roots.some((root) => within(dir, root))) break;
+      folders.add(dir);
+    }
+  }
+  let hash = 0x811c9dc5; // FNV-1a: a change detector, not a secret
+  for (const dir of [...folders].sort()) {
+    let names: string[] = [];
+    try {
+      names = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+    } catch { /* unreadable: no names */ }
+    for (const ch of `${dir}\0${names.join("\0")}\n`) {
+      hash = Math.imul(hash ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+    }
+  }
+  return hash.toString(16);
+}
 
 /** The entries of `paths` that exist, each with its {@link entryIdentity}. */
 function existing(paths: readonly string[]): [path: string, id: string][] {

@@ -24,7 +24,7 @@ export class SandboxPool {
     if (this.#closed) throw new Error("Sandbox pool is closed");
     const key = JSON.stringify([sandboxFlags(spec), spec.env, spec.cwd]);
     let proc = this.#procs.get(key);
-    if (proc?.alive && JSON.stringify(proc.spec.os) !== JSON.stringify(spec.os)) {
+    if (proc?.alive && osKey(proc.spec.os, proc.wall) !== osKey(spec.os, proc.wall)) {
       const old = proc;
       this.#retired.add(old);
       old.exited.then(() => this.#retired.delete(old));
@@ -50,4 +50,12 @@ export class SandboxPool {
     this.#procs.clear();
     this.#retired.clear();
   }
+}
+
+/**
+ * What of a policy decides whether a warm sandbox behind `wall` still fits it: all of it, but the
+ * `listing` only behind Landlock (the other walls see a new entry of those folders at once).
+ */
+function osKey(os: SandboxSpec["os"], wall: SandboxProcess["wall"]): string {
+  return JSON.stringify(os && wall !== "landlock" ? { ...os, listing: undefined } : os);
 }

@@ -328,6 +328,11 @@ export class SandboxProcess {
     });
   }
 
+  /** The OS wall it runs behind, if any. */
+  get wall(): "bubblewrap" | "landlock" | "seatbelt" | undefined {
+    return this.#confined;
+  }
+
   /** Process id (for tests that count processes). */
   get pid(): number {
     return this.#child.pid;
