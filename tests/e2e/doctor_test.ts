@@ -41,7 +41,10 @@ Deno.test("pml doctor: Landlock, forced and found where PATH has no bwrap: its c
   const bin = join(ws.root, "bin");
   Deno.mkdirSync(bin);
   for (const tool of ["bash", "env"]) Deno.symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
-  const walls: Record<string, string>[] = [{ PML_SANDBOX_WALL: "landlock" }, { PATH: bin }];
+  const walls: Record<string, string>[] = [{ PML_SANDBOX_WALL: "landlock" }, {
+    PATH: bin,
+    PML_SANDBOX_WALL: "",
+  }];
   for (const env of walls) {
     const { code, report } = await doctor(ws, env);
     assertEquals(report.wall, "landlock", JSON.stringify(report));
