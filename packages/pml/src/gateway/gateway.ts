@@ -140,6 +140,7 @@ export class Gateway {
       approvals: deps.approvals,
       audit: deps.audit,
       namespaces: () => this.shownNamespaces(),
+      hub: deps.hub,
     });
     const cont: MetaTool = {
       id: "pml:continue",

@@ -24,6 +24,7 @@ import type { PermissionStore } from "../permission/permission_store.ts";
 import type { Target, Upstreams } from "../targets/target.ts";
 import type { UpstreamSession } from "../targets/upstream/upstream_session.ts";
 import { fromPmlUri } from "../targets/upstream/resource_uri.ts";
+import type { UpstreamHub } from "../targets/upstream/upstream_hub.ts";
 import { exposedName, idOfExposedName } from "./names.ts";
 import type { CallChannel } from "./gateway.ts";
 
@@ -35,6 +36,8 @@ export interface SurfaceDeps {
   readonly audit: AuditLog;
   /** The namespaces `tools/list` shows (`undefined`: every one). */
   readonly namespaces: () => ReadonlySet<string> | undefined;
+  /** The open sessions and the client's log level (`upstream_hub.ts`). */
+  readonly hub?: UpstreamHub;
   /** The bound of one request to a server (default 60 s). */
   readonly timeoutMs?: number;
 }
@@ -164,13 +167,9 @@ export class Surface {
     );
   }
 
-  /** `logging/setLevel`, passed on to every running server that logs. */
+  /** `logging/setLevel`: every running server that logs gets it, and each one started later. */
   async setLoggingLevel(level: LoggingLevel): Promise<void> {
-    await this.#each(
-      "logging",
-      undefined,
-      (f) => f.session.setLoggingLevel(level, { timeoutMs: this.#timeoutMs }),
-    );
+    await this.#d.hub?.setLoggingLevel(level);
   }
 
   /**
@@ -178,8 +177,8 @@ export class Surface {
    * `idOf` is not denied; a server that fails is said on stderr and left out.
    */
   async #each<T>(
-    capability: "resources" | "prompts" | "logging",
-    idOf: ((server: string) => string) | undefined,
+    capability: "resources" | "prompts",
+    idOf: (server: string) => string,
     run: (f: Fronted) => Promise<T>,
   ): Promise<T[]> {
     const shown = this.#d.namespaces();
@@ -189,7 +188,7 @@ export class Surface {
       if (!up) continue;
       const servers: string[] = await up.servers(shown).catch(() => []);
       for (const server of servers) {
-        if (idOf && this.#d.permissions.check(idOf(server)) === "deny") continue;
+        if (this.#d.permissions.check(idOf(server)) === "deny") continue;
         jobs.push((async () => {
           try {
             const session = await up.session(server);

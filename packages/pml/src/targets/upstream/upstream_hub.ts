@@ -7,7 +7,13 @@
  *
  * @module
  */
-import type { ServerNotification } from "../../sdk/types.ts";
+import type { LoggingLevel, ServerNotification } from "../../sdk/types.ts";
+
+/** What the hub needs of an open session: its log level set. */
+export interface LevelSink {
+  readonly logs: boolean;
+  setLoggingLevel(level: LoggingLevel): Promise<void>;
+}
 
 /** A connected client, as the hub reaches it. */
 export type ClientSink = (notification: ServerNotification) => Promise<void>;
@@ -29,6 +35,9 @@ export class UpstreamHub {
   readonly #buckets = new Map<string, { tokens: number; at: number; dropped: number }>();
   readonly #now: () => number;
   readonly #warn: (line: string) => void;
+  /** The sessions open now, and the level the client last set (given to each new one). */
+  readonly #sessions = new Set<LevelSink>();
+  #level?: LoggingLevel;
 
   constructor(
     opts: {
@@ -42,6 +51,27 @@ export class UpstreamHub {
     this.#bound = opts.bound ?? DEFAULT_NOTIFICATION_BOUND;
     this.#now = opts.now ?? (() => performance.now());
     this.#warn = opts.warn ?? ((line) => console.error(line));
+  }
+
+  /**
+   * Adds an open session (it gets the client's log level, if one was set); the function returned
+   * removes it.
+   */
+  open(session: LevelSink): () => void {
+    this.#sessions.add(session);
+    if (this.#level && session.logs) session.setLoggingLevel(this.#level).catch(() => {});
+    return () => this.#sessions.delete(session);
+  }
+
+  /**
+   * `logging/setLevel` of a client: passed on to every open session that logs, and to each one
+   * opened later (a server is not started for it).
+   */
+  async setLoggingLevel(level: LoggingLevel): Promise<void> {
+    this.#level = level;
+    await Promise.allSettled(
+      [...this.#sessions].filter((s) => s.logs).map((s) => s.setLoggingLevel(level)),
+    );
   }
 
   /** Adds a client; the function returned removes it. */

@@ -112,8 +112,20 @@ export class UpstreamSession {
       toolsChanged: () => opened.session && opened.session.#toolsChanged(),
     });
     await client.connect(transport, { timeout: opts.timeoutMs });
-    opened.session = new UpstreamSession(server, client, transport);
-    return opened.session;
+    const session = opened.session = new UpstreamSession(server, client, transport);
+    const hub = opts.hub;
+    if (hub) {
+      const closed = hub.open({
+        logs: session.capabilities.logging !== undefined,
+        setLoggingLevel: (level) => session.setLoggingLevel(level, { timeoutMs: opts.timeoutMs }),
+      });
+      const onclose = client.onclose;
+      client.onclose = () => {
+        closed();
+        onclose?.();
+      };
+    }
+    return session;
   }
 
   get inFlight(): number {
