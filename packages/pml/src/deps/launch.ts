@@ -1,4 +1,4 @@
-import { dirname, isAbsolute, join } from "node:path";
+import { basename, dirname, isAbsolute, join } from "node:path";
 import { PmlError } from "../errors.ts";
 import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
@@ -355,7 +355,9 @@ export function commandLaunch(
 /**
  * The files a raw command's arguments name (`node /srv/mcp/server.mjs`, `python ./tools/x.py`):
  * for each existing path, the folder of its package (the nearest folder up with a `package.json`,
- * `pyproject.toml`, `deno.json` or `go.mod`), else its own folder (a folder argument: itself).
+ * `pyproject.toml`, `deno.json` or `go.mod`), else its own folder (a folder argument: itself), and
+ * the `node_modules` folders it sits in (`node node_modules/@scope/server/dist/index.js`: npm
+ * hoists the package's dependencies beside it, where Node looks for them).
  */
 export function ownFiles(args: readonly string[], cwd: string): string[] {
   const out = new Set<string>();
@@ -371,6 +373,9 @@ export function ownFiles(args: readonly string[], cwd: string): string[] {
     const start = info.isDirectory ? p : dirname(p);
     const root = packageRoot(start) ?? start;
     out.add(root);
+    for (let dir = dirname(root); dir !== dirname(dir); dir = dirname(dir)) {
+      if (basename(dir) === "node_modules") out.add(dir);
+    }
     // Its dependencies, where a linked node_modules really is.
     try {
       const modules = Deno.realPathSync(join(root, "node_modules"));

@@ -55,6 +55,37 @@ Deno.test("raw node server outside the workspace, no grants declared: its own fi
   assertEquals(textOf(r), "read from its own folder");
 });
 
+Deno.test("a server of an npm install run by its path (node node_modules/@scope/server/dist/index.js): the dependencies npm hoisted beside it are readable", async () => {
+  const dir = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-raw-hoisted-" }));
+  const modules = join(dir, "node_modules");
+  const pkg = join(modules, "@acme", "server");
+  Deno.mkdirSync(join(pkg, "dist"), { recursive: true });
+  Deno.mkdirSync(join(modules, "acme-dep"));
+  Deno.writeTextFileSync(join(pkg, "package.json"), '{ "name": "@acme/server", "type": "module" }');
+  Deno.writeTextFileSync(
+    join(modules, "acme-dep", "package.json"),
+    '{ "name": "acme-dep", "type": "module", "main": "index.js" }',
+  );
+  Deno.writeTextFileSync(join(modules, "acme-dep", "index.js"), "export const ok = true;\n");
+  const script = join(pkg, "dist", "index.js");
+  Deno.writeTextFileSync(
+    script,
+    `import { ok } from "acme-dep";\nif (!ok) throw new Error("no dep");\n${
+      Deno.readTextFileSync(FIXTURE)
+    }`,
+  );
+  try {
+    await using ws = workspace({ command: "node", args: [script] });
+    await using g = await gatewayFor(ws, { elicit: () => "yes" });
+    const tools = await (g.gateway.target("stdio") as StdioTarget).pinServer("raw");
+    assertEquals(tools.map((t) => t.name), ["ask"]);
+    const r = await g.client.callTool({ name: "raw__ask", arguments: { prompt: "hoisted" } });
+    assertEquals(textOf(r), "hoisted");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a runtime that is not on the PATH is said at once, in PML's words", async () => {
   await using ws = workspace({ command: "uvx-not-installed-here", args: ["mcp-server-time"] });
   await using g = await gatewayFor(ws, { elicit: () => "yes" });

@@ -1,7 +1,7 @@
 /**
  * Why a stdio server could not start, in PML's words: what was missing (a read grant, a runtime,
  * a network or environment grant) and where to add it, read from the server's last stderr lines
- * (Node's `Cannot find module`, `ENOENT`, Deno's `Requires read access to …`, the sandbox's failed
+ * (Node's `Cannot find module` and `Cannot find package`, `ENOENT`, Deno's `Requires read access to …`, the sandbox's failed
  * `execvp`). The sandbox's own command line is never the message: the declared command is.
  *
  * @module
@@ -44,6 +44,17 @@ const RULES: readonly [RegExp, (m: RegExpMatchArray, server: string) => MissingG
     (m) => ({ missing: "runtime", what: m[1], hint: `install "${m[1]}" or put it on the PATH` }),
   ],
   [
+    // Node's ES module loader: a package its import names is not where Node looks (node_modules).
+    /Cannot find package '([^']+)' imported from/,
+    (m, s) => ({
+      missing: "read",
+      what: m[1],
+      hint: `the sandbox shows the workspace, the command's own files (its package and the ` +
+        `node_modules folders it sits in) and what .pml.json grants; add the node_modules ` +
+        `folder that holds "${m[1]}" to private_mcps.${s}.permissions.read`,
+    }),
+  ],
+  [
     /Cannot find module '([^']+)'|ENOENT[^']*'([^']+)'|can't open file '([^']+)'|No such file or directory: '([^']+)'/,
     (m, s) => {
       const path = m[1] ?? m[2] ?? m[3] ?? m[4];
@@ -82,6 +93,11 @@ export function startFailureMessage(
   const need = missing
     ? `; it needs ${missing.missing} access to "${missing.what}": ${missing.hint}`
     : "";
-  const tail = stderr.split("\n").slice(-8).join("\n");
-  return { message: lead + need + (tail ? `\nstderr:\n${tail}` : ""), missing };
+  const lines = stderr.split("\n");
+  const tail = lines.slice(-8);
+  // The line that said what was missing, when a stack trace pushed it out of the tail.
+  const said = missing && lines.find((l) => l.includes(missing.what));
+  if (said && !tail.includes(said)) tail.unshift(said, "…");
+  const shown = tail.join("\n");
+  return { message: lead + need + (shown ? `\nstderr:\n${shown}` : ""), missing };
 }
