@@ -28,7 +28,7 @@ import {
   shortPath,
 } from "../import/find_servers.ts";
 import { planMove } from "../import/move_plan.ts";
-import { type ImportedServer, signInNote } from "../import/to_private_mcp.ts";
+import { type ImportedServer, refs, signInNote } from "../import/to_private_mcp.ts";
 import { STD_MODULES } from "../targets/std/std_target.ts";
 import type { CliIo } from "./io.ts";
 import { printable, printableLine as q } from "../sandbox/printable.ts";
@@ -164,15 +164,17 @@ export function describeServer(s: ImportedServer, where: string): string {
 /**
  * `--move`: removes the imported servers from their client's files, each file written once with
  * one backup of its original; the user-level ones only when `user`. Returns the variables the
- * client gave them that did not go into its `pml` entry (to be set for `pml`).
+ * client gave them that did not go into its `pml` entry (to be set for `pml`), and those that did
+ * with the values the client gave them.
  */
 async function moveServers(
   found: FoundServers,
   user: boolean,
   io: CliIo,
   ctx: { workspace: string; home?: string },
-): Promise<Set<string>> {
+): Promise<{ unset: Set<string>; moved: Record<string, string> }> {
   const unset = new Set<string>();
+  const moved: Record<string, string> = {};
   const { moves, left } = planMove(found.servers, found.sources, { user });
   for (const { file, removals, servers } of moves) {
     const { envMoved } = await removeFromClientFile(file, removals);
@@ -180,13 +182,17 @@ async function moveServers(
       `Removed ${servers.map((s) => `"${q(s.entry.name)}"`).join(", ")} from ${q(file.path)} ` +
         `(the previous file is ${q(file.path)}.backup)\n`,
     );
-    const values = servers.flatMap((s) => Object.keys(s.values));
     if (envMoved.size) {
       io.stdout(
         `Moved their variables (${[...envMoved].map(q).join(", ")}) into its "pml" entry's env\n`,
       );
     }
-    for (const k of values) if (!envMoved.has(k)) unset.add(k);
+    for (const s of servers) {
+      for (const [k, v] of Object.entries(s.values)) {
+        if (envMoved.has(k)) moved[k] = v;
+        else unset.add(k);
+      }
+    }
   }
   for (const [path, servers] of left) {
     io.stdout(
@@ -199,7 +205,7 @@ async function moveServers(
     );
     for (const s of servers) for (const k of Object.keys(s.values)) unset.add(k);
   }
-  return unset;
+  return { unset, moved };
 }
 
 /** See the module documentation. Returns the exit code. */
@@ -275,10 +281,13 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
     );
   }
 
-  const unset = opts.move || opts.moveUser
+  const { unset, moved } = opts.move || opts.moveUser
     ? await moveServers(found, opts.moveUser === true, io, ctx)
-    : new Set(found.servers.flatMap((s) => Object.keys(s.values)));
-  const needed = new Set(found.servers.flatMap((s) => s.envNames).filter((n) => !io.env[n]));
+    : { unset: new Set(found.servers.flatMap((s) => Object.keys(s.values))), moved: {} };
+  // A variable moved into the client's `pml` entry is set where pml runs: not asked for again.
+  const needed = new Set(
+    found.servers.flatMap((s) => s.envNames).filter((n) => !io.env[n] && !(n in moved)),
+  );
   for (const n of unset) needed.add(n);
   if (needed.size) {
     io.stdout(
@@ -296,7 +305,11 @@ export async function runImport(opts: ImportOptions, io: CliIo): Promise<number>
         `is signed in)\n`,
     );
   }
-  const pinned = trusted ? await (opts.pinner ?? pinServers)(found.servers, io) : true;
+  // The set-up runs the servers as pml will: with the values the client now hands to pml (a
+  // reference such as ${X} is the client's to expand, so only values written as they are).
+  const given = Object.entries(moved).filter(([k, v]) => !refs(v).length && !io.env[k]);
+  const setupIo = given.length ? { ...io, env: { ...io.env, ...Object.fromEntries(given) } } : io;
+  const pinned = trusted ? await (opts.pinner ?? pinServers)(found.servers, setupIo) : true;
   io.stdout(whoAnswers(current?.approvals, trusted, found.servers[0].name) + "\n");
   return found.skipped.some((s) => s.failed) || !pinned ? 1 : 0;
 }

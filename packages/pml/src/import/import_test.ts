@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 import type { CliIo } from "../cli/io.ts";
-import { runImport } from "../cli/import.ts";
+import { type Pinner, runImport } from "../cli/import.ts";
 import type { NpmResolver } from "../deps/npm_resolver.ts";
 import { PmlError } from "../errors.ts";
 import { withoutTomlTables } from "./client_files.ts";
@@ -302,6 +302,25 @@ Deno.test("import --move: removed from the client's file with a backup; values m
     REMOTE_SEARCH_X_API_KEY: "sk-literal-secret",
   });
   assert(!ws.read(".pml.json").includes("sk-literal-secret"));
+});
+
+Deno.test("import --move: the variables moved into pml's entry are not asked for again, and the set-up runs with the values written as they are", async () => {
+  await using ws = tempWorkspace();
+  copyTree(join(FIXTURES, "cursor"), ws.dir);
+  const c = cli(ws);
+  let setupEnv: Record<string, string | undefined> = {};
+  const seeing: Pinner = (_servers, io) => (setupEnv = io.env, Promise.resolve(true));
+  assertEquals(
+    await runImport(
+      { from: { client: "cursor" }, yes: true, move: true, resolver, pinner: seeing },
+      c.io,
+    ),
+    0,
+  );
+  assertStringIncludes(c.text(), "Moved their variables (API_TOKEN, REMOTE_SEARCH_X_API_KEY)");
+  assert(!/Set [^\n]*(API_TOKEN|REMOTE_SEARCH_X_API_KEY)/.test(c.text()), c.text());
+  assertEquals(setupEnv.REMOTE_SEARCH_X_API_KEY, "sk-literal-secret");
+  assertEquals(setupEnv.API_TOKEN, undefined, "${env:MY_TOKEN} is the client's to expand");
 });
 
 Deno.test("import --move from Codex TOML: the tables and their sub-tables go, comments and others stay", async () => {

@@ -53,7 +53,7 @@ function refName(m: readonly (string | undefined)[]): string {
 }
 
 /** The names `value` refers to (`Bearer ${GH_TOKEN}` → GH_TOKEN). */
-function refs(value: string): string[] {
+export function refs(value: string): string[] {
   return [...value.matchAll(REF)].map(refName);
 }
 
