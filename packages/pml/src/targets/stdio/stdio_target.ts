@@ -173,7 +173,8 @@ export class StdioTarget implements Target {
         else {
           console.error(
             `pml: "${meta.server}" declares no tools: they are read from the server on its first ` +
-              `start, after its run is approved (call one of its tools, or run \`pml import\`)`,
+              `start, after its run is approved: a call to one of its tools asks for it (\`pml ` +
+              `import\` sets up the servers it brings, not one .pml.json has already)`,
           );
         }
       } catch (err) {
