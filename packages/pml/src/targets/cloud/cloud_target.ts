@@ -1,8 +1,7 @@
 import type { Config } from "../../config/config.ts";
-import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
-import { isToolId } from "../../gateway/names.ts";
+import { isPmlError, PmlError } from "../../errors.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
-import type { CallToolResult, Tool } from "../../sdk/types.ts";
+import type { CallToolResult } from "../../sdk/types.ts";
 import {
   type CallContext,
   errorResult,
@@ -16,23 +15,14 @@ import { integrityRequest } from "../../registry/integrity_request.ts";
 import type { ChangedPin, HttpPins } from "./http_pins.ts";
 import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
-import { type CloudToolsCache, NO_TOOLS_CACHE } from "./tools_cache.ts";
-import { LIST_BOUND_MS } from "../list_bound.ts";
+import type { CloudToolsCache } from "./tools_cache.ts";
+import { type CloudTool, CloudToolList } from "./cloud_tool_list.ts";
 
 /** The message of every cloud tool call when no API key is configured. */
 export const NO_API_KEY_MESSAGE =
   "Cloud mode requires PML_API_KEY: run `pml init --api-key <key>` " +
   'or set PML_API_KEY in the environment pml runs in (for example the "env" of the pml entry in ' +
   ".mcp.json). Local tools work without it.";
-
-/** A tool the cloud lists, keyed by tool id. */
-interface CloudTool {
-  readonly info: ToolInfo;
-  /** The name to send in `tools/call`. */
-  readonly name: string;
-  /** Variables its metadata declares, when it says. */
-  readonly env?: readonly string[];
-}
 
 /** Dependencies of {@link CloudTarget}. */
 export interface CloudTargetDeps {
@@ -77,19 +67,17 @@ export class CloudTarget implements Target {
   readonly #d: CloudTargetDeps;
   readonly #abort = new AbortController();
   readonly #declared = new Map<string, Promise<string[]>>();
-  #tools?: Map<string, CloudTool>;
-  #toolsAt = 0;
-  #loading?: Promise<void>;
-  /** The load a bounded wait already gave up on: later lists do not wait for it again. */
-  #gaveUp?: Promise<void>;
-  /** When the last load failed (the cloud is not asked again for `retryMs`), and why. */
-  #failedAt?: number;
-  #failure?: PmlError;
+  /** The cloud's tool list (cloud mode only). */
+  readonly #list?: CloudToolList;
 
   constructor(deps: CloudTargetDeps) {
     this.#d = deps;
-    const cached = deps.client ? (deps.cache ?? NO_TOOLS_CACHE).read() : undefined;
-    if (cached) this.#setTools(cached.tools, cached.fetchedAt);
+    this.#list = deps.client &&
+      new CloudToolList({ ...deps, cloudUrl: deps.config.cloudUrl, client: deps.client });
+  }
+
+  get #tools(): ReadonlyMap<string, CloudTool> | undefined {
+    return this.#list?.tools;
   }
 
   /** True when an API key is set (cloud mode). */
@@ -99,12 +87,12 @@ export class CloudTarget implements Target {
 
   /** Starts loading the cloud's tool list in the background (cloud mode only). */
   prefetch(): void {
-    if (this.#d.client) void this.#refresh();
+    void this.#list?.refresh();
   }
 
   async listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
-    if (!this.#d.client) return [];
-    await this.#freshTools();
+    if (!this.#list) return [];
+    await this.#list.ensure();
     const listed = [...(this.#tools?.values() ?? [])]
       .map((t) => t.info)
       .filter((t) => {
@@ -132,28 +120,29 @@ export class CloudTarget implements Target {
     const routing = this.#d.routing;
     const server = () => routing.routeOf(toolId) === "server";
     const local = () => routing.table.client.includes(toolId.slice(0, toolId.indexOf(":")));
-    if (!this.#d.client) {
+    const list = this.#list;
+    if (!list) {
       if (!server()) return false;
       throw new PmlError("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
     }
     if (local()) return false;
     // Nothing to wait for (no routing sync, a fresh list): no timer (a call's hot path).
-    if (routing.pending || !this.#fresh(this.#now())) {
-      await this.#bounded(Promise.all([routing.pending, this.#freshTools()]));
+    if (routing.pending || !list.fresh(list.now())) {
+      await list.bounded(Promise.all([routing.pending, list.ensure()]));
       if (local()) return false;
     }
-    if (!this.#tools) {
+    if (!list.tools) {
       if (!server()) return false;
-      await this.#refresh(); // a call, not a list: the cloud gets the call's bound to answer
-      if (!this.#tools) throw this.#failure ?? unreachable(this.#d.config.cloudUrl);
+      await list.refresh(); // a call, not a list: the cloud gets the call's bound to answer
+      if (!list.tools) throw list.failure;
     }
-    if (this.#tools.has(toolId)) return true;
+    if (list.tools.has(toolId)) return true;
     // Not listed: ask the cloud again (at most every MISS_REFRESH_MS) in case it is new there.
-    const now = this.#now();
-    if (now - this.#toolsAt > MISS_REFRESH_MS && !this.#backingOff(now)) {
-      await this.#bounded(this.#refresh());
+    const now = list.now();
+    if (now - list.fetchedAt > MISS_REFRESH_MS && !list.backingOff(now)) {
+      await list.bounded(list.refresh());
     }
-    return this.#tools.has(toolId);
+    return list.tools.has(toolId);
   }
 
   /**
@@ -185,10 +174,10 @@ export class CloudTarget implements Target {
     ctx: CloudCallChannel & Partial<CallContext>,
   ): Promise<CallToolResult> {
     const pins = this.#d.pins;
-    if (pins && ctx.ask && this.#d.client) {
+    if (pins && ctx.ask && this.#list) {
       let changes: ChangedPin[];
       try {
-        await this.#freshTools();
+        await this.#list.ensure();
         const listed = [...(this.#tools?.values() ?? [])].map((t) => t.info)
           .filter((t) => t.id.startsWith(`${call.ns}:`));
         changes = await pins.check(call.ns, listed);
@@ -304,7 +293,7 @@ export class CloudTarget implements Target {
     const client = this.#d.client;
     if (!client) return failure("CLOUD_API_KEY_REQUIRED", NO_API_KEY_MESSAGE);
     try {
-      const [, unreachable] = await Promise.all([this.#freshTools(), client.open()]);
+      const [, unreachable] = await Promise.all([this.#list?.ensure(), client.open()]);
       if (unreachable) throw unreachable; // one bound for the whole call, not one per request
       return await call(client);
     } catch (err) {
@@ -323,75 +312,6 @@ export class CloudTarget implements Target {
     this.#abort.abort();
     this.#d.onClose?.();
     await this.#d.client?.close();
-  }
-
-  /**
-   * Makes sure a tool list is there or on its way: a fresh one is used as is; a stale one (older
-   * than the TTL, or from the cache of an earlier run) is used while a refresh runs in the
-   * background; with none, waits for the cloud at most `listTimeoutMs`, once per load (a later
-   * list does not wait again for a load that already kept one waiting), and not at all within
-   * `retryMs` of a failed load.
-   */
-  async #freshTools(): Promise<void> {
-    const now = this.#now();
-    if (this.#fresh(now)) return;
-    if (!this.#backingOff(now)) void this.#refresh();
-    const loading = this.#loading;
-    if (this.#tools || !loading || loading === this.#gaveUp) return;
-    if (!(await this.#bounded(loading))) this.#gaveUp = loading;
-  }
-
-  /** A tool list is there and younger than the TTL. */
-  #fresh(now: number): boolean {
-    return this.#tools !== undefined && now - this.#toolsAt <= (this.#d.toolsTtlMs ?? 5 * 60_000);
-  }
-
-  #now(): number {
-    return (this.#d.now ?? Date.now)();
-  }
-
-  #backingOff(now: number): boolean {
-    return this.#failedAt !== undefined && now - this.#failedAt < (this.#d.retryMs ?? 30_000);
-  }
-
-  #setTools(tools: readonly Tool[], at: number): void {
-    this.#tools = new Map(
-      tools.map(toCloudTool).filter((t) => t !== undefined).map((t) => [t.info.id, t]),
-    );
-    this.#toolsAt = at;
-  }
-
-  #refresh(): Promise<void> {
-    this.#loading ??= (async () => {
-      try {
-        const tools = await this.#d.client!.listTools();
-        const at = this.#now();
-        this.#setTools(tools, at);
-        this.#failedAt = undefined;
-        this.#failure = undefined;
-        await (this.#d.cache ?? NO_TOOLS_CACHE).write({ tools, fetchedAt: at });
-      } catch (err) {
-        // Offline: keep the last list; calls report the failure.
-        this.#failedAt = this.#now();
-        this.#failure = isPmlError(err) ? err : unreachable(this.#d.config.cloudUrl, err);
-      } finally {
-        this.#loading = undefined;
-      }
-    })();
-    return this.#loading;
-  }
-
-  /** Waits for `p` at most `listTimeoutMs`; true when it settled in time. */
-  async #bounded(p: Promise<unknown>): Promise<boolean> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const limit = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.#d.listTimeoutMs ?? LIST_BOUND_MS);
-    });
-    try {
-      return await Promise.race([p.then(() => true, () => true), limit]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** `envRequired` of the HTTP MCP serving namespace `ns`, from the registry (cached). */
@@ -418,59 +338,9 @@ export class CloudTarget implements Target {
   }
 }
 
-function unreachable(cloudUrl: string, cause?: unknown): PmlError {
-  return new PmlError(
-    "CLOUD_UNREACHABLE",
-    `the PML cloud at "${cloudUrl}/mcp" did not list its tools${
-      cause ? ` (${errorMessage(cause)})` : ""
-    }. Local tools keep working; cloud tools work again once it is back.`,
-    { cause },
-  );
-}
-
 /** A tool id the cloud did not list is looked up again at most this often (ms). */
 const MISS_REFRESH_MS = 30_000;
 
 function failure(code: string, message: string): CallToolResult {
   return errorResult(message, { status: "error", code, message });
-}
-
-/** Maps a tool of the cloud's `tools/list` to a tool id (`ns:action`, or `ns__action` exposed). */
-function toCloudTool(tool: Tool): CloudTool | undefined {
-  const meta = tool._meta?.["pml/toolId"];
-  const candidates = [
-    typeof meta === "string" ? meta : "",
-    tool.name,
-    tool.title ?? "",
-    tool.name.replace("__", ":"),
-  ];
-  const id = candidates.find(isToolId);
-  if (!id) return undefined;
-  return {
-    name: tool.name,
-    env: declaredVariables(tool._meta),
-    info: {
-      id,
-      description: tool.description ?? "",
-      inputSchema: tool.inputSchema as Record<string, unknown>,
-      routing: "server",
-      ...hintsOf(tool.annotations),
-    },
-  };
-}
-
-const HINTS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
-
-/**
- * The behaviour hints the PML cloud states for a tool it lists (it states them for the tools it
- * computes itself: `json`, `math`, `text`, `pml:search`), booleans only: clients such as Codex let
- * a read-only tool through without their own approval. PML's permissions still decide every call.
- */
-function hintsOf(annotations: Tool["annotations"]): Pick<ToolInfo, "annotations"> {
-  const hints: Record<string, boolean> = {};
-  for (const hint of HINTS) {
-    const value = annotations?.[hint];
-    if (typeof value === "boolean") hints[hint] = value;
-  }
-  return Object.keys(hints).length ? { annotations: hints } : {};
 }
