@@ -52,7 +52,8 @@ export function clientCommand(launcher: string, path: string | undefined): Clien
       command: launcher,
       note: `\`pml\` is not on your PATH, so the client files name this installation by its ` +
         `absolute path, ${launcher}, which another checkout or a teammate's machine does not ` +
-        `have: put pml on your PATH and run \`pml init\` again to write \`pml\``,
+        `have: put pml on your PATH (\`npm link\` in the clone; docs/install.md) and run ` +
+        `\`pml init\` again to write \`pml\``,
     };
   }
   if (realPath(found) === realPath(launcher)) return { command: "pml" };
