@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { PML_CODE_DIRS, sandboxEntry } from "../paths.ts";
 import { landlockPlan, SCOPE } from "./landlock.ts";
 import type { LaunchPlan } from "./landlock_exec.ts";
