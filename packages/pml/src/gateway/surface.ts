@@ -26,6 +26,7 @@ import type { UpstreamSession } from "../targets/upstream/upstream_session.ts";
 import { fromPmlUri } from "../targets/upstream/resource_uri.ts";
 import type { UpstreamHub } from "../targets/upstream/upstream_hub.ts";
 import { exposedName, idOfExposedName } from "./names.ts";
+import { within } from "../targets/list_bound.ts";
 import type { CallChannel } from "./gateway.ts";
 
 /** What {@link Surface} needs (the gateway's own pieces). */
@@ -38,9 +39,21 @@ export interface SurfaceDeps {
   readonly namespaces: () => ReadonlySet<string> | undefined;
   /** The open sessions and the client's log level (`upstream_hub.ts`). */
   readonly hub?: UpstreamHub;
+  /**
+   * The longest wait of a list for one server (default {@link SURFACE_LIST_BOUND_MS}): a server
+   * that starts or answers later is left out of that list, the next one has it.
+   */
+  readonly listBoundMs?: number;
   /** The bound of one request to a server (default 60 s). */
   readonly timeoutMs?: number;
 }
+
+/**
+ * How long `resources/list`, `resources/templates/list` and `prompts/list` wait for one server:
+ * longer than `tools/list`'s bound (a stdio server may be started for it), short enough that a
+ * silent server cannot hold a client's start.
+ */
+export const SURFACE_LIST_BOUND_MS = 10_000;
 
 /** One fronted server with its session. */
 interface Fronted {
@@ -191,9 +204,11 @@ export class Surface {
         if (this.#d.permissions.check(idOf(server)) === "deny") continue;
         jobs.push((async () => {
           try {
-            const session = await up.session(server);
-            if (!session?.capabilities[capability]) return undefined;
-            return await run({ server, origin: up.origin, session });
+            return await within(this.#d.listBoundMs ?? SURFACE_LIST_BOUND_MS, async () => {
+              const session = await up.session(server);
+              if (!session?.capabilities[capability]) return undefined;
+              return await run({ server, origin: up.origin, session });
+            });
           } catch (err) {
             console.error(`pml: ${capability} of "${server}" left out: ${errorMessage(err)}`);
             return undefined;

@@ -25,6 +25,11 @@ import { createGateway } from "./create_gateway.ts";
 import { createMcpServer } from "./mcp_server.ts";
 import { testConfig } from "../testing/workspace.ts";
 import { elicitationLabel } from "../targets/upstream/server_requests.ts";
+import { Surface } from "./surface.ts";
+import type { Target } from "../targets/target.ts";
+import type { UpstreamSession } from "../targets/upstream/upstream_session.ts";
+import type { PermissionStore } from "../permission/permission_store.ts";
+import type { Approvals } from "../permission/approvals.ts";
 
 function workspace(url: string, permissions: { allow: string[]; ask: string[]; deny: string[] }) {
   return tempWorkspace({
@@ -294,4 +299,29 @@ Deno.test("surface: a subscription to a resource of a remote server-everything; 
   } finally {
     await everything.close();
   }
+});
+
+Deno.test("surface: a server that never answers is left out of a list after the bound; the others are listed", async () => {
+  const quick = {
+    capabilities: { resources: {} },
+    listResources: () => Promise.resolve([{ uri: "a://quick/x", name: "x" }]),
+  } as unknown as UpstreamSession;
+  const target = {
+    name: "fake",
+    upstreams: {
+      origin: "remote",
+      servers: () => Promise.resolve(["silent", "quick"]),
+      session: (server: string) =>
+        server === "quick" ? Promise.resolve(quick) : new Promise<never>(() => {}),
+    },
+  } as unknown as Target;
+  const surface = new Surface({
+    targets: [target],
+    permissions: { check: () => "allow" } as unknown as PermissionStore,
+    approvals: {} as Approvals,
+    audit: { write: () => Promise.resolve() },
+    namespaces: () => undefined,
+    listBoundMs: 50,
+  });
+  assertEquals(await surface.listResources(), [{ uri: "a://quick/x", name: "x" }]);
 });
