@@ -5,6 +5,7 @@
  * @module
  */
 export { analyzeCode } from "./analyze.ts";
+export { warmUpAnalysis } from "./warm_up.ts";
 export { type ExecuteLocallyDag, toExecuteLocallyDag } from "./dag.ts";
 export {
   type Analysis,

@@ -10,6 +10,15 @@ import type { ExecuteArgs } from "./args.ts";
  */
 let analysisModule: Promise<typeof import("../analysis/mod.ts")> | undefined;
 
+/**
+ * Compiles the analysis again after the gateway's idle collection, which drops compiled code
+ * (`analysis/warm_up.ts`), once a `pml:execute` has loaded it: a gateway whose agent never sends
+ * code never loads the parser for it.
+ */
+export function warmUpLoadedAnalysis(): void {
+  if (analysisModule) void analysisModule.then((m) => m.warmUpAnalysis(), () => undefined);
+}
+
 /** Why the code runs in the package. */
 export type LocalReason =
   /** No cloud configured (no API key): local-only mode. */

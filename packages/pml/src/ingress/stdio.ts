@@ -11,7 +11,7 @@ import {
   memoryReducingGc,
   PROCESS_CLOCK,
 } from "../sandbox/_idle_gc.ts";
-import { warmUpAnalysis } from "../analysis/warm_up.ts";
+import { warmUpLoadedAnalysis } from "../execute/plan.ts";
 import { lookAhead } from "../sandbox/look_ahead.ts";
 
 /**
@@ -32,7 +32,7 @@ export function serveStdio(
     () => gateway.close(),
     io,
     lookAhead(),
-    () => void warmUpAnalysis(),
+    warmUpLoadedAnalysis,
   );
 }
 
