@@ -52,6 +52,14 @@ running_in() { [[ -f "$1/postmaster.pid" ]] && as_pg "$PG_BIN/pg_ctl" -D "$1" st
 
 first_port="${PML_PG_PORT:-54329}"
 
+# Safe to run while others do (engineers, test runs, a lead): one run at a time past this point,
+# so that two first runs do not both initdb one folder or start one cluster twice. The cluster is
+# shared: a second run reuses it; `stop` stops it for everyone.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"/tmp/pml-postgres-$first_port.lock"
+  flock 9
+fi
+
 if [[ "${1:-}" == "stop" ]]; then
   dir="$(data_dir_for "$first_port")"
   if running_in "$dir"; then as_pg "$PG_BIN/pg_ctl" -D "$dir" -m fast stop >&2; fi
@@ -79,7 +87,7 @@ if ! running_in "$dir"; then
   log "starting cluster on 127.0.0.1:$port"
   as_pg "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w \
     -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=200 -c fsync=off" \
-    start >&2
+    start >&2 9>&- # the server must not inherit (and hold) the lock
 fi
 
 if ! as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -tAc \
