@@ -9,6 +9,7 @@
  * @module
  */
 import { authenticateMcp, isMcpRequest, isOauthPath, noOauth } from "./auth/mcp_auth.ts";
+import { RecentKeys } from "./auth/recent_keys.ts";
 import { BODY_TIMEOUT_MS, errorResponse, HttpError, jsonResponse } from "./http.ts";
 import { RegistryCache } from "./registry/cache.ts";
 import type { RoutingTable } from "./registry/routing_table.ts";
@@ -64,8 +65,10 @@ export function createApp(deps: AppDeps): App {
   const now = deps.now ?? Date.now;
   const cache = new RegistryCache(deps.store, { ttlMs: deps.cacheTtlMs, now });
   const logError = deps.logError ?? ((message, error) => console.error(message, error));
+  const keys = new RecentKeys(deps.store, { now });
   const postDeps = {
     store: deps.store,
+    keys,
     routing: deps.routing,
     mcp: deps.mcp,
     maxBodyBytes: deps.maxBodyBytes ?? MAX_BODY_BYTES,
@@ -85,7 +88,7 @@ export function createApp(deps: AppDeps): App {
     }
     if (path === "/mcp") {
       if (deps.mcp && isMcpSessionRequest(request)) {
-        return await deps.mcp(request, { apiKey: await authenticateMcp(request, deps.store) });
+        return await deps.mcp(request, { apiKey: await authenticateMcp(request, keys) });
       }
       if (method === "POST") return await handleMcpPost(request, postDeps);
       if (read) return withoutBodyForHead(method, await serveCatalog(url, deps.store));

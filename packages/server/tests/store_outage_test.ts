@@ -2,12 +2,14 @@
  * An outage of PostgreSQL (issue 41 item 13), made by cutting a TCP relay between the store and
  * the real database (`db_relay.ts`): what the cache holds is served on, everything else answers
  * `503 store_unavailable` at once (never a `500 internal_error`), `/health` says 503, calls held by
- * a database that does not answer fail at the store's deadline, and the first request after the
+ * a database that does not answer fail at the store's deadline (a key checked just before the
+ * outage keeps working), and the first request after the
  * database is back succeeds. Needs PML_TEST_DATABASE_URL (scripts/postgres.sh); reported as
  * ignored without it.
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
+import { createApiKey } from "../src/auth/keys.ts";
 import { createMcpHandler } from "../src/mcp/mcp_handler.ts";
 import { PostgresStore } from "../src/store/postgres_store.ts";
 import { DbRelay } from "./db_relay.ts";
@@ -75,11 +77,11 @@ async function assertUnavailable(response: Response): Promise<void> {
   assert.match(body.message, /PostgreSQL store is unavailable/);
 }
 
-function mcpCall(server: TestServer): Promise<Response> {
+function mcpCall(server: TestServer, key = server.key): Promise<Response> {
   return server.request("/mcp", {
     method: "POST",
     headers: {
-      authorization: `Bearer ${server.key}`,
+      authorization: `Bearer ${key}`,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
     },
@@ -95,6 +97,9 @@ Deno.test({
     const { server, relay, logged, close } = await outageServer();
     try {
       assert.equal((await server.request(CACHED)).status, 302);
+      const before = await mcpCall(server); // the key is checked against the store
+      assert.equal(before.status, 200);
+      await before.body?.cancel();
       relay.refuse();
 
       const cached = await answer(server.request(CACHED));
@@ -105,7 +110,14 @@ Deno.test({
       assert.equal(health.status, 503);
       assert.equal((await health.json()).error, "store_unavailable");
 
-      const call = await answer(mcpCall(server));
+      // A key checked just before the outage goes on working for what needs no database.
+      const known = await answer(mcpCall(server));
+      assert.equal(known.status, 200, await known.clone().text());
+      assert.ok((await known.json()).result.tools.length > 0);
+      // A key the instance has not seen cannot be checked: 503, as a JSON-RPC error.
+      const { key: other } = await createApiKey(server.store).catch(() => ({ key: "" }));
+      assert.equal(other, "", "no key can be created while the store is down");
+      const call = await answer(mcpCall(server, `pml_${"A".repeat(43)}`));
       assert.equal(call.status, 503);
       const rpc = await call.json();
       assert.equal(rpc.jsonrpc, "2.0");

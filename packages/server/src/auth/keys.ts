@@ -8,6 +8,7 @@ import { HttpError } from "../http.ts";
 import { encodeBase64Url } from "../registry/_base64.ts";
 import { sha256Hex } from "../registry/hash.ts";
 import type { ApiKeyRecord, Store } from "../store/store.ts";
+import type { KeyLookup } from "./recent_keys.ts";
 
 const KEY_FORMAT = /^pml_[A-Za-z0-9_-]{43}$/;
 const PREFIX_LENGTH = 12;
@@ -54,7 +55,7 @@ export async function createApiKey(
  * @throws {HttpError} 401 `unauthorized` (no or malformed header), 401 `invalid_api_key`
  * (unknown key), 403 `revoked_api_key`.
  */
-export async function authenticate(request: Request, store: Store): Promise<ApiKeyRecord> {
+export async function authenticate(request: Request, store: KeyLookup): Promise<ApiKeyRecord> {
   const challenge = { "www-authenticate": 'Bearer realm="pml-server"' };
   const header = request.headers.get("authorization");
   const match = header?.match(/^Bearer[ ]+(\S+)[ ]*$/i);

@@ -14,7 +14,8 @@
  * @module
  */
 import { HttpError } from "../http.ts";
-import type { ApiKeyRecord, Store } from "../store/store.ts";
+import type { ApiKeyRecord } from "../store/store.ts";
+import type { KeyLookup } from "./recent_keys.ts";
 import { authenticate } from "./keys.ts";
 
 /** JSON-RPC error code of a refused key (implementation-defined server error range). */
@@ -33,7 +34,10 @@ export function isMcpRequest(request: Request): boolean {
  * {@link authenticate} for MCP requests: a missing or unknown key is a 403 whose body is a
  * JSON-RPC error naming what to send (see the module documentation).
  */
-export async function authenticateMcp(request: Request, store: Store): Promise<ApiKeyRecord> {
+export async function authenticateMcp(
+  request: Request,
+  store: KeyLookup,
+): Promise<ApiKeyRecord> {
   try {
     return await authenticate(request, store);
   } catch (error) {

@@ -7,6 +7,7 @@
  */
 import { authenticate } from "../auth/keys.ts";
 import { authenticateMcp, isMcpRequest } from "../auth/mcp_auth.ts";
+import type { KeyLookup } from "../auth/recent_keys.ts";
 import { HttpError, parseJsonBody, readBody } from "../http.ts";
 import type { ApiKeyRecord, Store } from "../store/store.ts";
 import { publishCapability, type PublishDeps } from "./publish.ts";
@@ -24,6 +25,8 @@ export type McpHandler = (request: Request, context: McpRequestContext) => Promi
 /** What the dispatcher needs from the app. */
 export interface McpPostDeps extends PublishDeps {
   readonly store: Store;
+  /** Where API keys are looked up (the store, or `RecentKeys` in front of it). */
+  readonly keys: KeyLookup;
   readonly mcp?: McpHandler;
   readonly maxBodyBytes: number;
   /** How long the body may take to arrive (ms). */
@@ -33,8 +36,8 @@ export interface McpPostDeps extends PublishDeps {
 /** Authenticates, then routes the request to the MCP handler or to publishing. */
 export async function handleMcpPost(request: Request, deps: McpPostDeps): Promise<Response> {
   const apiKey = isMcpRequest(request)
-    ? await authenticateMcp(request, deps.store)
-    : await authenticate(request, deps.store);
+    ? await authenticateMcp(request, deps.keys)
+    : await authenticate(request, deps.keys);
   const accept = request.headers.get("accept") ?? "";
   if (deps.mcp && accept.includes("text/event-stream")) return await deps.mcp(request, { apiKey });
   const contentType = request.headers.get("content-type") ?? "";
