@@ -143,3 +143,41 @@ Deno.test("e2e approvals: `pml approve` refuses, saying why, a decision on a cal
   assert(!done.isError, textOf(done));
   assertEquals(ws.read("y.txt"), "y");
 });
+
+Deno.test("e2e approvals: a one-shot pml stdio asks the first run of a server not set up yet; `pml approve` records it and the next one-shot's pml:continue runs it, once", async () => {
+  const everything = join(
+    import.meta.dirname!,
+    "..",
+    "..",
+    "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+  );
+  // A hand-written entry: nothing set it up, its run is asked inside the first call.
+  await using ws = tempWorkspace({
+    private_mcps: {
+      everything: { type: "stdio", install: { command: "node", args: [everything, "stdio"] } },
+    },
+  });
+  const tool = "everything__toggle-simulated-logging";
+  let id: string;
+  {
+    await using first = await connectStdio(ws);
+    const r = await first.callTool({ name: tool, arguments: {} });
+    const body = r.structuredContent as Record<string, unknown>;
+    assertEquals(body.status, "approval_required", JSON.stringify(r));
+    assert((body.context as Record<string, unknown>).dependency, JSON.stringify(body));
+    id = String(body.workflow_id);
+  }
+  const approved = await runPml(ws, ["approve", id]);
+  assertEquals(approved.code, 0, approved.text);
+  assertEquals(decided(ws).map((l) => [l.workflow_id, l.decision, l.by]), [[id, "yes", "user"]]);
+
+  {
+    await using second = await connectStdio(ws);
+    const done = await continueWith(second, id, "yes");
+    assert(!done.isError, textOf(done));
+    assertStringIncludes(textOf(done).toLowerCase(), "logging");
+    // Once: the id is spent.
+    const again = await continueWith(second, id, "yes");
+    assert(again.isError, textOf(again));
+  }
+});

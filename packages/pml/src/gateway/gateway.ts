@@ -160,19 +160,40 @@ export class Gateway {
       run: (args, channel) => this.#continue(args, channel),
     };
     for (const m of [cont, ...(deps.metaTools ?? [])]) this.#meta.set(m.id, m);
-    // After a restart, a stored tool approval runs its call again once decided.
-    deps.approvals.revive = async ({ replay }) => {
+    // After a restart, a stored tool approval runs its call again once decided: the question
+    // that call would ask now must be the one stored (the same tool, arguments and what the
+    // target sets up first), and what the target sets up is covered once, as in the first call.
+    deps.approvals.revive = async (stored) => {
+      const replay = stored.replay;
       const found = replay && await this.#targetFor(replay.tool);
       if (!replay || !found || !("target" in found)) return undefined;
       const { tool, arguments: args } = replay;
-      return (d, by, detail) =>
-        this.#afterApproval(
+      const target = found.target;
+      return async (d, by, detail) => {
+        const now = await this.#question(target, tool, args);
+        if ("refusal" in now) return now.refusal;
+        if (!sameRequest(now.request, stored) || !sameHuman(now.request, stored)) {
+          return errorResult(
+            `Not run: "${tool}" would now ask another question than the one answered ` +
+              `(what it sets up or touches changed since); call the tool again`,
+          );
+        }
+        const covers = now.covers;
+        return await this.#afterApproval(
           d,
           by,
           detail,
           tool,
-          () => this.#dispatch(found.target, tool, args, {}),
+          () =>
+            this.#dispatch(
+              target,
+              tool,
+              args,
+              this.#resuming.getStore() ?? {},
+              covers && { request: covers, by },
+            ),
         );
+      };
     };
   }
 
@@ -340,29 +361,11 @@ export class Gateway {
     }
     const target = found.target;
     if (decision === "allow") return await this.#dispatch(target, toolId, args, channel);
-    // One question: what the target would set up first (an install, its grants) is named in it,
-    // and the install approval it covers is not asked again in this call.
-    const answer = await target.preflight?.(splitCall(toolId, args)).catch(() => undefined);
-    if (answer && "refusal" in answer) {
-      const { code, message } = answer.refusal;
-      return errorResult(message, { status: "error", code, message });
-    }
-    const pre = answer;
-    const server = await this.#deps.serverTool?.(toolId, target);
+    const question = await this.#question(target, toolId, args);
+    if ("refusal" in question) return question.refusal;
+    const { request, covers } = question;
     return await this.#deps.approvals.ask(
-      {
-        type: "tool_permission",
-        description: `Allow "${toolId}" to run?${pre ? ` ${pre.description}` : ""}`,
-        context: {
-          tool: toolId,
-          arguments: args,
-          routing: this.#deps.routing.routeOf(toolId),
-          ...(server ? { mcp_server: server } : {}),
-          ...pre?.context,
-        },
-        allows: toolId,
-        ...(pre?.forHuman ? { forHuman: pre.forHuman } : {}),
-      },
+      request,
       (d, by, detail) =>
         this.#afterApproval(
           d,
@@ -375,11 +378,48 @@ export class Gateway {
               toolId,
               args,
               this.#resuming.getStore() ?? channel,
-              pre?.covers && { request: pre.covers, by },
+              covers && { request: covers, by },
             ),
         ),
-      { elicit: channel.elicit, replay: pre ? undefined : { tool: toolId, arguments: args } },
+      // Stored with the call, so that any later pml of the workspace can run it once decided
+      // (after asking the same question again: see `revive`).
+      { elicit: channel.elicit, replay: { tool: toolId, arguments: args } },
     );
+  }
+
+  /**
+   * The question about an `ask` tool: one, naming what the target would set up first (an
+   * install, its grants); the target approval it covers is not asked again in the call. A
+   * target's refusal (the call cannot run whatever the answer) instead.
+   */
+  async #question(
+    target: Target,
+    toolId: string,
+    args: Record<string, unknown>,
+  ): Promise<
+    { request: ApprovalRequest; covers?: ApprovalRequest } | { refusal: CallToolResult }
+  > {
+    const answer = await target.preflight?.(splitCall(toolId, args)).catch(() => undefined);
+    if (answer && "refusal" in answer) {
+      const { code, message } = answer.refusal;
+      return { refusal: errorResult(message, { status: "error", code, message }) };
+    }
+    const pre = answer;
+    const server = await this.#deps.serverTool?.(toolId, target);
+    const request: ApprovalRequest = {
+      type: "tool_permission",
+      description: `Allow "${toolId}" to run?${pre ? ` ${pre.description}` : ""}`,
+      context: {
+        tool: toolId,
+        arguments: args,
+        routing: this.#deps.routing.routeOf(toolId),
+        ...(server ? { mcp_server: server } : {}),
+        ...pre?.context,
+      },
+      allows: toolId,
+      ...(pre?.forHuman ? { forHuman: pre.forHuman } : {}),
+    };
+    return { request, covers: pre?.covers };
   }
 
   async #afterApproval(
@@ -619,6 +659,11 @@ function splitCall(toolId: string, args: Record<string, unknown>): ToolCall {
 function sameRequest(a: ApprovalRequest, b: ApprovalRequest): boolean {
   return a.type === b.type && a.description === b.description &&
     JSON.stringify(a.context) === JSON.stringify(b.context);
+}
+
+/** The same part only a human sees, and the same id "always" allows. */
+function sameHuman(a: ApprovalRequest, b: ApprovalRequest): boolean {
+  return a.allows === b.allows && JSON.stringify(a.forHuman) === JSON.stringify(b.forHuman);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
