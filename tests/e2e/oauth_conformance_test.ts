@@ -6,14 +6,28 @@
  * printed). Every applicable scenario must pass every check; the ones left out, and why, are in
  * docs/conformance.md ("Client authorization").
  */
-import { join } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
 import { assertEquals } from "../../packages/pml/src/testing/assert.ts";
 
 const REPO = join(import.meta.dirname!, "..", "..");
 const SUITE = join(REPO, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
-const CLIENT = `${Deno.execPath()} run -A ${
-  join(import.meta.dirname!, "oauth_conformance_client.ts")
-}`;
+/**
+ * The suite takes the client as one command line and splits it on spaces, so it names the Deno
+ * binary and the adapter relative to the repository (the suite runs there): a checkout whose path
+ * holds a space would otherwise be cut in two.
+ */
+const CLIENT = [
+  inRepo(Deno.execPath()),
+  "run",
+  "-A",
+  inRepo(join(import.meta.dirname!, "oauth_conformance_client.ts")),
+].join(" ");
+
+/** `path` relative to the repository when it lies inside it (`./…`), as it is otherwise. */
+function inRepo(path: string): string {
+  const rel = relative(REPO, path);
+  return rel.startsWith("..") || isAbsolute(rel) ? path : `./${rel}`;
+}
 
 /** Every `auth/…` client scenario of the suite but the three of docs/conformance.md. */
 export const APPLICABLE = [
