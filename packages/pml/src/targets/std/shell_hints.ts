@@ -24,6 +24,32 @@ export interface ShellRefusal {
   readonly write: readonly string[];
 }
 
+/**
+ * A `shell:exec` outcome with a `hint` when its command met the sandbox's walls: which grant of
+ * `.pml.json` would allow it. Any other value is returned as it is.
+ */
+export function withShellHint(
+  value: unknown,
+  refusedHosts: readonly string[],
+  config: {
+    readonly workspace: string;
+    readonly sandbox: { readonly net: readonly string[]; readonly write: readonly string[] };
+  },
+): unknown {
+  const out = value as { stdout?: unknown; stderr?: unknown } | null;
+  if (typeof out?.stdout !== "string" || typeof out.stderr !== "string") return value;
+  const { workspace, sandbox } = config;
+  const hint = shellHint({
+    stdout: out.stdout,
+    stderr: out.stderr,
+    refusedHosts,
+    net: sandbox.net,
+    workspace,
+    write: sandbox.write,
+  });
+  return hint ? { ...out, hint } : value;
+}
+
 /** Said once after the hints that name a grant. */
 const TRUST = "A grant widens .pml.json: it applies once a human runs `pml trust`.";
 

@@ -1,7 +1,5 @@
 import type { CallToolResult } from "../../sdk/types.ts";
-import { basename, join, resolve } from "node:path";
-import * as filesystem from "../../../../../registry/std/filesystem.ts";
-import * as shell from "../../../../../registry/std/shell.ts";
+import { join } from "node:path";
 import type { AuditLog } from "../../audit/audit.ts";
 import type { Config } from "../../config/config.ts";
 import { isPmlError, PmlError } from "../../errors.ts";
@@ -11,11 +9,9 @@ import {
   detectOsSandboxSoon,
   type OsSandboxStatus,
 } from "../../sandbox/os_sandbox.ts";
-import { guardedPathHit, guardedPaths, scanOf } from "../../config/control_files.ts";
-import { restoreGatedParts, type ScriptsPart, scriptsParts } from "../../config/package_scripts.ts";
 import { instructionWriteQuestion } from "./instruction_files.ts";
-import { missingGuarded, settleCreatedGuarded } from "./created_guarded.ts";
-import { type GuardedSnapshot, restoreGuarded, snapshotGuarded } from "./kept_guarded.ts";
+import { GuardedWrites } from "./guarded_writes.ts";
+import { guardedPaths } from "../../config/control_files.ts";
 import { pmlHomes, type PolicyInput, sandboxPolicy } from "../../sandbox/policy.ts";
 import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
@@ -31,33 +27,14 @@ import {
   type ToolCall,
   type ToolInfo,
 } from "../target.ts";
-import { confinePath, type PathRoots, realPathForAccess } from "./confine.ts";
+import { confinePath, type PathRoots } from "./confine.ts";
 import { secretReadQuestion } from "./secret_files.ts";
 import { shellCacheEnv } from "./shell_env.ts";
-import { shellHint } from "./shell_hints.ts";
+import { withShellHint } from "./shell_hints.ts";
+import { writePreflight } from "./write_preflight.ts";
+import { type Access, metaOf, STD_MODULES, type StdToolMeta } from "./std_tools.ts";
 
-type Access = "read" | "write" | "run";
-
-/** What a writing call is compared against after it (`StdTarget.#beforeWrites`). */
-interface BeforeWrites {
-  /** A shell command's guarded paths, from a walk of its folders at most a second old. */
-  readonly guarded: readonly string[];
-  /** Those that did not exist. */
-  readonly missing: readonly string[];
-  /** When the command started (ms). */
-  readonly at: number;
-  /** The scripts of the `package.json` files the call may change. */
-  readonly scripts: ReadonlyMap<string, ScriptsPart | undefined>;
-}
-interface StdToolMeta {
-  readonly description: string;
-  readonly inputSchema: Record<string, unknown>;
-  readonly paths: readonly string[];
-  readonly access: Access;
-}
-
-/** The built-in std modules, by namespace (the same files the registry serves). */
-export const STD_MODULES = { filesystem, shell } as const;
+export { isStdReadTool, STD_MODULES } from "./std_tools.ts";
 
 const ENTRY = sandboxEntry("std_entry");
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -66,21 +43,6 @@ const SHELL_TIMEOUT_MARGIN_MS = 10_000;
 
 /** Deno error classes that mean the sandbox refused an operation. */
 const VIOLATIONS = new Set(["NotCapable", "PermissionDenied"]);
-
-function metaOf(ns: string, action: string): StdToolMeta | undefined {
-  const mod = STD_MODULES[ns as keyof typeof STD_MODULES];
-  return (mod?.__meta__.tools as Record<string, StdToolMeta> | undefined)?.[action];
-}
-
-/**
- * True for a std tool that only reads (`access: "read"`): it changes nothing, so `pml:execute` may
- * start its calls ahead of the code (`execute/read_ahead.ts`). The gateway asks the std target
- * first, so a tool id of a std namespace is always this tool.
- */
-export function isStdReadTool(toolId: string): boolean {
-  const [ns, action] = toolId.split(":");
-  return metaOf(ns, action)?.access === "read";
-}
 
 /** Processes the shell sandbox may hold while commands run: a fork bomb stops there. */
 export const MAX_SHELL_PROCESSES = 256;
@@ -107,6 +69,7 @@ export class StdTarget implements Target {
    */
   readonly #osProbed: () => Promise<unknown>;
   #osStatus?: OsSandboxStatus;
+  readonly #guards: GuardedWrites;
 
   constructor(deps: {
     config: Config;
@@ -130,6 +93,15 @@ export class StdTarget implements Target {
       write: deps.config.sandbox.write,
       hidden: [...new Set([...pmlHomes(deps.config.env), deps.config.pmlHome])],
     };
+    const { workspace, sandbox } = deps.config;
+    this.#guards = new GuardedWrites({
+      roots: () => [workspace, ...sandbox.write],
+      audit: deps.audit,
+      landlock: () => {
+        const os = this.#osSandbox();
+        return os.available && "landlock" in os;
+      },
+    });
   }
 
   listTools(namespaces?: ReadonlySet<string>): Promise<ToolInfo[]> {
@@ -257,38 +229,11 @@ export class StdTarget implements Target {
     });
   }
 
-  /**
-   * What the question about a std write should also say: where each path argument that goes
-   * through a symlink really leads (`notes.txt` → `.git/config`), so the human approves the file
-   * that would change, not the name the agent gave it.
-   */
+  /** A std write's question: where its symlinked paths lead, an instruction file's question. */
   preflight(call: ToolCall): Promise<Preflight | undefined> {
     const meta = metaOf(call.ns, call.action);
     if (!meta || meta.access !== "write") return Promise.resolve(undefined);
-    const resolved: Record<string, string> = {};
-    for (const name of meta.paths) {
-      const given = call.args[name];
-      if (typeof given !== "string" || given === "" || given.includes("\0")) continue;
-      const absolute = resolve(this.#config.workspace, given);
-      let real: string;
-      try {
-        real = realPathForAccess(absolute);
-      } catch {
-        continue; // a dangling link: the call itself is refused with why
-      }
-      if (real !== absolute) resolved[given] = real;
-    }
-    const entries = Object.entries(resolved);
-    // A write to an instruction file: this question is the human's, shows the new content on
-    // the human's page, and covers the one the call itself would ask.
-    const instruction = instructionWriteQuestion(call.toolId, call.args, this.#roots);
-    if (entries.length === 0 && !instruction) return Promise.resolve(undefined);
-    const said = entries.map(([given, real]) => `"${given}" resolves to "${real}".`);
-    return Promise.resolve({
-      description: [...said, ...(instruction ? [instruction.description] : [])].join(" "),
-      context: { ...(entries.length ? { resolved } : {}), ...instruction?.context },
-      ...(instruction ? { covers: instruction, forHuman: instruction.forHuman } : {}),
-    });
+    return Promise.resolve(writePreflight(call, meta.paths, this.#roots));
   }
 
   async call(call: ToolCall, ctx: CallContext): Promise<CallToolResult> {
@@ -340,25 +285,6 @@ export class StdTarget implements Target {
     return await this.#run(call, meta, args, ctx);
   }
 
-  /**
-   * A `shell:exec` outcome with a `hint` when its command met the sandbox's walls: which grant of
-   * `.pml.json` would allow it (`shell_hints.ts`).
-   */
-  #withHint(value: unknown, refusedHosts: string[]): unknown {
-    const out = value as { stdout?: unknown; stderr?: unknown } | null;
-    if (typeof out?.stdout !== "string" || typeof out.stderr !== "string") return value;
-    const { workspace, sandbox } = this.#config;
-    const hint = shellHint({
-      stdout: out.stdout,
-      stderr: out.stderr,
-      refusedHosts,
-      net: sandbox.net,
-      workspace,
-      write: sandbox.write,
-    });
-    return hint ? { ...out, hint } : value;
-  }
-
   /** Runs a confined (and, for a `.env` read, approved) call in its sandbox. */
   async #run(
     call: ToolCall,
@@ -389,9 +315,7 @@ export class StdTarget implements Target {
       // `.pml/` must exist to be bound read-only into the sandbox.
       await Deno.mkdir(join(this.#config.workspace, ".pml"), { recursive: true }).catch(() => {});
     }
-    const before = this.#beforeWrites(meta, args);
-    // Behind Landlock the existing ones cannot be bound read-only: kept, and put back after.
-    const kept = meta.access === "run" ? this.#keptGuardedFiles() : undefined;
+    const before = this.#guards.before(meta, args);
     const proc = this.#pool.get(this.specFor(meta.access));
     const refusedMark = proc.refusedMark;
     try {
@@ -406,10 +330,11 @@ export class StdTarget implements Target {
         // What the command detached from its group (`setsid`) ends with the command too.
         if (meta.access === "run") await proc.killStrays();
       });
-      const created = await this.#settleCreatedGuardedFiles(call.toolId, before) +
-        (kept ? await this.#restoreGuardedFiles(call.toolId, kept) : "");
+      const created = await this.#guards.after(call.toolId, before);
       const result = toCallToolResult(
-        meta.access === "run" ? this.#withHint(value, proc.refusedSince(refusedMark)) : value,
+        meta.access === "run"
+          ? withShellHint(value, proc.refusedSince(refusedMark), this.#config)
+          : value,
       );
       if (!unconfinedNote && !created) return result;
       return {
@@ -451,127 +376,5 @@ export class StdTarget implements Target {
 
   #osSandbox(): OsSandboxStatus {
     return this.#osStatus ??= this.#detectOs();
-  }
-
-  /** Behind the Landlock wall: the guarded files that exist, as they are now. */
-  #keptGuardedFiles(): GuardedSnapshot | undefined {
-    const os = this.#osSandbox();
-    if (!os.available || !("landlock" in os)) return undefined;
-    const { workspace, sandbox } = this.#config;
-    const roots = [workspace, ...sandbox.write];
-    return snapshotGuarded(guardedPaths(roots), roots);
-  }
-
-  /** Puts back the guarded files a command changed (Landlock), audits it, says so. */
-  async #restoreGuardedFiles(toolId: string, kept: GuardedSnapshot): Promise<string> {
-    const restored = restoreGuarded(kept);
-    const { workspace, sandbox } = this.#config;
-    for (const path of restored) {
-      const hit = guardedPathHit(path, [workspace, ...sandbox.write]);
-      await this.#audit.write(
-        hit?.kind === "control" ? "control_file_blocked" : "protected_file_blocked",
-        { tool: toolId, path, action: "changed by the command; restored" },
-      );
-    }
-    return restored.length
-      ? `[pml: restored ${restored.map((p) => `"${p}"`).join(", ")}: control files and files ` +
-        `your tools run later are not for tools to change]\n`
-      : "";
-  }
-
-  /**
-   * What a writing call is compared against after it: for a shell command, the guarded files (a
-   * fresh walk of the write roots) and which of them did not exist yet (a bind cannot protect
-   * them, so they are watched), and the scripts of every `package.json`; for a write tool, the
-   * scripts of a `package.json` it names.
-   */
-  #beforeWrites(meta: StdToolMeta, args: Record<string, unknown>): BeforeWrites {
-    if (meta.access === "read") return { guarded: [], missing: [], scripts: new Map(), at: 0 };
-    if (meta.access === "write") {
-      const named = meta.paths.map((name) => args[name])
-        .filter((p): p is string => typeof p === "string" && basename(p) === "package.json");
-      return { guarded: [], missing: [], scripts: scriptsParts(named), at: 0 };
-    }
-    const roots = this.#writeRoots();
-    // The walk the call's policy uses (at most a second old): what it missed and the command left
-    // alone is told apart after it by its change time.
-    const at = Date.now();
-    const guarded = guardedPaths(roots);
-    const packages = roots.flatMap((root) => scanOf(root).packageJsons);
-    return { guarded, missing: missingGuarded(guarded), scripts: scriptsParts(packages), at };
-  }
-
-  #writeRoots(): string[] {
-    const { workspace, sandbox } = this.#config;
-    return [workspace, ...sandbox.write];
-  }
-
-  /**
-   * Removes the control and protected files a shell command created where none existed (the OS
-   * sandbox binds only existing ones read-only; a new repository's checked config and hooks stay),
-   * audits it and says so. Returns the note for the result, or "".
-   */
-  async #settleCreatedGuardedFiles(toolId: string, before: BeforeWrites): Promise<string> {
-    const roots = this.#writeRoots();
-    let wereMissing = before.missing;
-    let packages: string[] = [];
-    if (before.guarded.length) {
-      // What the command made of its folders: new git dirs, gitfiles, instruction files.
-      const known = new Set(before.guarded);
-      const now = guardedPaths(roots, { fresh: true });
-      const made = now.filter((path) => !known.has(path) && changedSince(path, before.at));
-      wereMissing = [...before.missing, ...made];
-      packages = roots.flatMap((root) => scanOf(root).packageJsons);
-    }
-    const settled = await settleCreatedGuarded(wereMissing);
-    const removed = settled.filter((s) => s.outcome === "removed");
-    for (const { path, why } of removed) {
-      const hit = guardedPathHit(path, roots);
-      await this.#audit.write(
-        hit?.kind === "control" ? "control_file_blocked" : "protected_file_blocked",
-        { tool: toolId, path, action: `created by the command; removed${why ? ` (${why})` : ""}` },
-      );
-    }
-    const restored = restoreGatedParts(before.scripts, packages);
-    for (const { path, keys } of restored) {
-      await this.#audit.write("protected_file_blocked", {
-        tool: toolId,
-        path,
-        action: `changed ${keys.join(", ")}; put back`,
-      });
-    }
-    const notes: string[] = [];
-    if (removed.length) {
-      notes.push(
-        `[pml: removed ${
-          removed.map((r) => `"${r.path}"${r.why ? ` (${r.why})` : ""}`).join(", ")
-        }: control files, files your tools run later (git config, hooks and git dirs, shell rc ` +
-          `files, package manager, editor and agent settings) and instruction files are not for ` +
-          `tools to create]\n`,
-      );
-    }
-    if (restored.length) {
-      notes.push(
-        `[pml: put back ${
-          restored.map((r) => `${r.keys.map((k) => `"${k}"`).join(", ")} of "${r.path}"`).join("; ")
-        }: scripts the host runs without being named (install and prepare scripts, pre/post ` +
-          `hooks, packageManager) are the human's to change; the rest of the file is as written]\n`,
-      );
-    }
-    return notes.join("");
-  }
-}
-
-/**
- * Whether the entry `path` was created or changed at or after `at` (ms), by its change time (which
- * no program can set back, unlike its modification time; kept in whole seconds here, so the second
- * of `at` counts). A missing entry counts: nothing to keep.
- */
-function changedSince(path: string, at: number): boolean {
-  try {
-    const ctime = Deno.lstatSync(path).ctime?.getTime();
-    return ctime === undefined || ctime >= Math.floor(at / 1000) * 1000;
-  } catch {
-    return true;
   }
 }
