@@ -97,8 +97,13 @@ export async function serveServerOverStdio(
     }
     console.error(`pml: ${err.message}`);
   };
-  // The transport closes when stdin ends (the client went away); the server's close follows.
-  server.onclose = () => void shutdown();
+  // The transport closes when stdin ends (the client went away); the server's close follows,
+  // after what the server itself ends on close (its subscriptions to the gateway).
+  const serverClosed = server.onclose;
+  server.onclose = () => {
+    serverClosed?.();
+    void shutdown();
+  };
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     try {
       Deno.addSignalListener(signal, () => void shutdown());
