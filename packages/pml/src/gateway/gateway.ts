@@ -35,6 +35,7 @@ import { asksToOpenUrl } from "../targets/call_errors.ts";
 import { exposedName, idOfExposedName, isToolId } from "./names.ts";
 import { Surface } from "./surface.ts";
 import type { ServerElicit, ServerLog } from "../targets/upstream/server_requests.ts";
+import type { TaskCall } from "../targets/upstream/upstream_tasks.ts";
 import type { ClientSink, UpstreamHub } from "../targets/upstream/upstream_hub.ts";
 import type { ServerToolOf } from "./server_tool.ts";
 
@@ -57,6 +58,8 @@ export interface CallChannel {
    * sign-in), never the model; resolves to the user's answer (`accept`: they went to open it).
    */
   readonly openUrl?: OpenUrl;
+  /** Present when the client runs this call as an MCP task (`task_calls.ts`). */
+  readonly task?: TaskCall;
 }
 
 /** A tool of PML itself (`pml:continue`, `pml:execute`, `pml:search`): not subject to permissions. */
@@ -278,6 +281,7 @@ export class Gateway {
         ...(whole.icons ? { icons: whole.icons } : {}),
         ...(whole.outputSchema ? { outputSchema: whole.outputSchema } : {}),
         ...(whole._meta ? { _meta: whole._meta } : {}),
+        ...(whole.execution ? { execution: whole.execution } : {}),
       });
     }
     this.#names = names;
@@ -504,6 +508,7 @@ export class Gateway {
         openUrl: channel.openUrl,
         serverElicit: channel.serverElicit,
         log: channel.log,
+        task: channel.task,
         ask: (request, resume) => {
           if (covered && sameRequest(covered.request, request)) {
             const by = covered.by;

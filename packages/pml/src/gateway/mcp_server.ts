@@ -1,18 +1,23 @@
 import type { Server } from "../sdk/server.ts";
-import { RequestFirstServer } from "../sdk/incoming.ts";
+import { type Extra, RequestFirstServer } from "../sdk/incoming.ts";
 import { lazySchemaValidator } from "../sdk/validation.ts";
 import {
+  type CallToolRequest,
   CallToolRequestSchema,
   type CallToolResult,
   type CreateMessageResult,
   CreateMessageResultSchema,
   CreateMessageResultWithToolsSchema,
+  type CreateTaskResult,
   ElicitResultSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
   type Request,
+  type ServerNotification,
 } from "../sdk/types.ts";
+import type { TaskCall } from "../targets/upstream/upstream_tasks.ts";
+import { callAsTask, MAX_TASK_QUEUE, SessionTasks, TASK_CAPABILITIES } from "./task_calls.ts";
 import { isPmlError } from "../errors.ts";
 import { passedOn } from "../targets/call_errors.ts";
 import {
@@ -116,12 +121,17 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
     now: opts.now ?? (() => performance.now()),
     humanMinMs: opts.humanMinMs ?? HUMAN_MIN_MS,
   };
+  // The session's MCP tasks (task_calls.ts), answered by the SDK's own task handlers.
+  const tasks = new SessionTasks();
   const server = new RequestFirstServer(
     { name: "pml", version: PML_VERSION },
     {
-      capabilities: { tools: { listChanged: true }, ...SURFACE_CAPABILITIES },
+      capabilities: { tools: { listChanged: true }, ...SURFACE_CAPABILITIES, ...TASK_CAPABILITIES },
       instructions: INSTRUCTIONS,
       jsonSchemaValidator: lazySchemaValidator(),
+      taskStore: tasks,
+      taskMessageQueue: tasks.queue,
+      maxTaskQueueSize: MAX_TASK_QUEUE,
     },
   );
 
@@ -148,88 +158,61 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
     async () => ({ tools: await gateway.listTools() }),
   );
 
+  const callTool = async (
+    request: CallToolRequest,
+    channel: CallChannel,
+  ): Promise<CallToolResult> => {
+    try {
+      return await gateway.callTool(request.params.name, request.params.arguments, channel);
+    } catch (err) {
+      if (isPmlError(err, "UNKNOWN_TOOL")) {
+        // Not an McpError: its constructor prefixes "MCP error -32602: " to the message, and the
+        // client prefixes it again when it turns the JSON-RPC error into its own McpError.
+        throw Object.assign(new Error(err.message), { code: ErrorCode.InvalidParams });
+      }
+      if (err instanceof McpError) {
+        // An McpError from further away (the cloud's client): its message already carries the
+        // prefix the client will add; send the bare message with the same code.
+        throw passedOn(err);
+      }
+      throw err;
+    }
+  };
   server.setRequestHandler(
     CallToolRequestSchema,
-    async (request, extra): Promise<CallToolResult> => {
-      const elicit: Elicit | undefined = server.getClientCapabilities()?.elicitation
-        ? (req) => elicitDecision(req, extra.sendRequest, elicitationTimeoutMs, clock)
-        : undefined;
-      const token = request.params._meta?.progressToken;
-      const sampling = server.getClientCapabilities()?.sampling;
-      const channel: CallChannel = {
-        elicit,
-        // On the request's own stream (`pml serve`): the SDK relates it to this call.
-        sample: sampling
-          ? (params, o) =>
-            extra.sendRequest(
-              { method: "sampling/createMessage", params },
-              params.tools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema,
-              {
-                signal: o.signal,
-                timeout: SAMPLING_TIMEOUT_MS,
-                // The client's progress goes back to the MCP under its own token.
-                ...(o.onprogress ? { onprogress: o.onprogress } : {}),
-              },
-            ) as Promise<CreateMessageResult>
-          : undefined,
-        sampleTools: sampling?.tools !== undefined,
-        // A fronted server's own question, on this call's stream (labelled its, docs/surface.md).
-        serverElicit: server.getClientCapabilities()?.elicitation
-          ? async (params, signal) => {
-            const url = params.mode === "url";
-            if (url && !server.getClientCapabilities()?.elicitation?.url) {
-              return { action: "decline" };
-            }
-            return await extra.sendRequest(
-              { method: "elicitation/create", params },
-              ElicitResultSchema,
-              { signal, timeout: SAMPLING_TIMEOUT_MS },
-            );
-          }
-          : undefined,
-        log: (params) => extra.sendNotification({ method: "notifications/message", params }),
-        openUrl: server.getClientCapabilities()?.elicitation?.url
-          ? {
-            ask: async (url, message, elicitationId) =>
-              (await extra.sendRequest(
-                {
-                  method: "elicitation/create",
-                  params: { mode: "url", url, message, elicitationId },
-                },
-                ElicitResultSchema,
-                { timeout: elicitationTimeoutMs },
-              )).action as "accept" | "decline" | "cancel",
-            done: (elicitationId) =>
-              server.notification({
-                method: "notifications/elicitation/complete",
-                params: { elicitationId },
-              }),
-          }
-          : undefined,
-        signal: extra.signal,
-        progress: token === undefined
-          ? undefined
-          : (progress, total, message) =>
-            extra.sendNotification({
-              method: "notifications/progress",
-              params: { progressToken: token, progress, total, message },
-            }),
-      };
-      try {
-        return await gateway.callTool(request.params.name, request.params.arguments, channel);
-      } catch (err) {
-        if (isPmlError(err, "UNKNOWN_TOOL")) {
-          // Not an McpError: its constructor prefixes "MCP error -32602: " to the message, and the
-          // client prefixes it again when it turns the JSON-RPC error into its own McpError.
-          throw Object.assign(new Error(err.message), { code: ErrorCode.InvalidParams });
-        }
-        if (err instanceof McpError) {
-          // An McpError from further away (the cloud's client): its message already carries the
-          // prefix the client will add; send the bare message with the same code.
-          throw passedOn(err);
-        }
-        throw err;
+    async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
+      const asked = request.params.task;
+      if (!asked) {
+        return await callTool(
+          request,
+          callChannel(server, request, extra.sendRequest, extra.sendNotification, {
+            signal: extra.signal,
+            elicitationTimeoutMs,
+            clock,
+          }),
+        );
       }
+      // As a task (task_calls.ts): once it exists, the call's questions wait for tasks/result.
+      return await callAsTask(tasks, extra, asked, (task, signal, relay) => {
+        const send: Send = (req, schema, options) => {
+          const taskId = relay.taskId();
+          if (!taskId) return extra.sendRequest(req, schema, options);
+          relay.status("input_required");
+          return server.request(req, schema, { ...options, relatedTask: { taskId } })
+            .finally(() => relay.status("working"));
+        };
+        const notify = (n: ServerNotification) =>
+          relay.taskId() ? server.notification(n) : extra.sendNotification(n);
+        return callTool(
+          request,
+          callChannel(server, request, send, notify, {
+            signal,
+            elicitationTimeoutMs,
+            clock,
+            task,
+          }),
+        );
+      });
     },
   );
   // A remote server's user signed in: its tools can be listed now.
@@ -239,7 +222,90 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
   const closed = server.onclose;
   server.onclose = () => {
     unsubscribe();
+    tasks.close();
     closed?.();
   };
   return server;
+}
+
+/** Sends a request to the client, on the request's own stream or for its task. */
+type Send = Extra["sendRequest"];
+
+/**
+ * The {@link CallChannel} of one `tools/call`: what the client declared it can do, reached by
+ * `send` and `notify` (the call's own stream, or its task's).
+ */
+function callChannel(
+  server: Server,
+  request: CallToolRequest,
+  send: Send,
+  notify: (n: ServerNotification) => Promise<void>,
+  opts: {
+    signal: AbortSignal;
+    elicitationTimeoutMs: number;
+    clock: { now: () => number; humanMinMs: number };
+    task?: TaskCall;
+  },
+): CallChannel {
+  const client = server.getClientCapabilities();
+  const token = request.params._meta?.progressToken;
+  const sampling = client?.sampling;
+  return {
+    elicit: client?.elicitation
+      ? (req) => elicitDecision(req, send, opts.elicitationTimeoutMs, opts.clock)
+      : undefined,
+    // On the request's own stream (`pml serve`): the SDK relates it to this call.
+    sample: sampling
+      ? (params, o) =>
+        send(
+          { method: "sampling/createMessage", params },
+          params.tools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema,
+          {
+            signal: o.signal,
+            timeout: SAMPLING_TIMEOUT_MS,
+            // The client's progress goes back to the MCP under its own token.
+            ...(o.onprogress ? { onprogress: o.onprogress } : {}),
+          },
+        ) as Promise<CreateMessageResult>
+      : undefined,
+    sampleTools: sampling?.tools !== undefined,
+    // A fronted server's own question, on this call's stream (labelled its, docs/surface.md).
+    serverElicit: client?.elicitation
+      ? async (params, signal) => {
+        const url = params.mode === "url";
+        if (url && !client?.elicitation?.url) return { action: "decline" };
+        return await send(
+          { method: "elicitation/create", params },
+          ElicitResultSchema,
+          { signal, timeout: SAMPLING_TIMEOUT_MS },
+        );
+      }
+      : undefined,
+    log: (params) => notify({ method: "notifications/message", params }),
+    openUrl: client?.elicitation?.url
+      ? {
+        ask: async (url, message, elicitationId) =>
+          (await send(
+            {
+              method: "elicitation/create",
+              params: { mode: "url", url, message, elicitationId },
+            },
+            ElicitResultSchema,
+            { timeout: opts.elicitationTimeoutMs },
+          )).action as "accept" | "decline" | "cancel",
+        done: (elicitationId) =>
+          server.notification({
+            method: "notifications/elicitation/complete",
+            params: { elicitationId },
+          }),
+      }
+      : undefined,
+    signal: opts.signal,
+    progress: token === undefined ? undefined : (progress, total, message) =>
+      notify({
+        method: "notifications/progress",
+        params: { progressToken: token, progress, total, message },
+      }),
+    ...(opts.task ? { task: opts.task } : {}),
+  };
 }

@@ -37,10 +37,15 @@ export interface ToolDefinition {
   readonly icons?: readonly unknown[];
   readonly outputSchema?: Record<string, unknown>;
   readonly _meta?: Record<string, unknown>;
+  /**
+   * `execution` (MCP tasks: `taskSupport`), when it says more than the default (`forbidden`,
+   * dropped by `tool_guard.ts` `pinnedDefinitions`): a definition without it hashes as before.
+   */
+  readonly execution?: Record<string, unknown>;
 }
 
 /** The optional parts of a definition that are pinned when present, in this order. */
-const WHOLE_FIELDS = ["title", "icons", "outputSchema", "_meta"] as const;
+const WHOLE_FIELDS = ["title", "icons", "outputSchema", "_meta", "execution"] as const;
 
 /** What is pinned of a server's metadata (the `tools` map is pinned apart, see `checkTools`). */
 export type MetadataPin = Omit<LockEntry, "tools" | "integrity" | "fetchedAt"> & {
@@ -486,6 +491,7 @@ const KNOWN_FIELDS: Record<string, readonly string[]> = {
     "inputSchema",
     "outputSchema",
     "annotations",
+    "execution",
     "type",
     "routing",
     "install",

@@ -9,6 +9,7 @@ import type { Routing } from "../routing/routing.ts";
 import { z } from "zod";
 import type { UpstreamSession } from "./upstream/upstream_session.ts";
 import type { ServerElicit, ServerLog } from "./upstream/server_requests.ts";
+import type { TaskCall } from "./upstream/upstream_tasks.ts";
 
 /** One tool as `tools/list` shows it, keyed by tool id (`ns:action`). */
 export interface ToolInfo {
@@ -33,6 +34,8 @@ export interface ToolInfo {
   readonly icons?: Tool["icons"];
   readonly outputSchema?: Tool["outputSchema"];
   readonly _meta?: Tool["_meta"];
+  /** `execution.taskSupport` of a fronted server's tool that runs as an MCP task (docs/surface.md). */
+  readonly execution?: Tool["execution"];
 }
 
 /** A resolved call: tool id split into namespace and action, arguments as an object. */
@@ -89,6 +92,8 @@ export interface CallContext {
   readonly serverElicit?: ServerElicit;
   /** Relays a log line of the MCP behind this call on the call's own stream. */
   readonly log?: ServerLog;
+  /** Present when the client runs this call as an MCP task (docs/surface.md, "Tasks"). */
+  readonly task?: TaskCall;
 }
 
 /** How a sampling request of an MCP is to be answered (see {@link CallContext.sample}). */

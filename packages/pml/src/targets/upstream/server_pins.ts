@@ -93,6 +93,7 @@ export function listedTools(
         ? { outputSchema: d.outputSchema as Tool["outputSchema"] }
         : {}),
       ...(meta !== undefined ? { _meta: meta } : {}),
+      ...(d.execution !== undefined ? { execution: d.execution as Tool["execution"] } : {}),
     };
   });
 }

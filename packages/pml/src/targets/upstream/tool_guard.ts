@@ -37,7 +37,21 @@ export function pinnedDefinitions(tools: readonly Tool[]): ToolDefinition[] {
       ? { outputSchema: t.outputSchema as Record<string, unknown> }
       : {}),
     ...(t._meta !== undefined ? { _meta: t._meta } : {}),
+    ...pinnedExecution(t.execution),
   }));
+}
+
+/**
+ * A tool's `execution` as pinned: without `taskSupport: "forbidden"`, the default every SDK server
+ * states for a tool that is no task (so such a definition hashes as before MCP tasks were passed).
+ */
+function pinnedExecution(execution: Tool["execution"]): { execution?: Record<string, unknown> } {
+  if (!execution) return {};
+  const { taskSupport, ...rest } = execution;
+  const kept = taskSupport === undefined || taskSupport === "forbidden"
+    ? rest
+    : { ...rest, taskSupport };
+  return Object.keys(kept).length ? { execution: kept } : {};
 }
 
 /**

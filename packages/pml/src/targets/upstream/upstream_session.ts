@@ -33,6 +33,7 @@ import {
 } from "./server_requests.ts";
 import type { UpstreamHub } from "./upstream_hub.ts";
 import { blockWithPmlUris, namesResources, toPmlUri } from "./resource_uri.ts";
+import { callAsTask, type TaskCall, TaskSupport } from "./upstream_tasks.ts";
 
 export type { ProgressReport, ServerSample } from "./server_requests.ts";
 
@@ -56,6 +57,8 @@ export interface UpstreamCallOptions {
    * next one.
    */
   readonly verify?: VerifyTools;
+  /** Present when the client runs this call as an MCP task (`upstream_tasks.ts`). */
+  readonly task?: TaskCall;
 }
 
 /**
@@ -76,6 +79,8 @@ export class UpstreamSession {
   #verified?: Promise<void>;
   /** {@link UpstreamSession.#verified} has resolved. */
   #verifiedOk = false;
+  /** Which tools run as MCP tasks (`upstream_tasks.ts`). */
+  readonly #taskSupport = new TaskSupport();
 
   private constructor(server: string, client: Client, transport: Transport) {
     this.server = server;
@@ -137,6 +142,9 @@ export class UpstreamSession {
     return allPages(async (params) => {
       const page = await this.client.listTools(params, { timeout: timeoutMs });
       return { items: page.tools, next: page.nextCursor };
+    }).then((tools) => {
+      this.#taskSupport.learn(tools);
+      return tools;
     });
   }
 
@@ -172,7 +180,16 @@ export class UpstreamSession {
     this.#inFlight++;
     this.#inFlightCalls.add(opts);
     try {
-      const result = await this.#calls.call({ name, arguments: args }, opts);
+      const params = { name, arguments: args };
+      const asTask = await this.#taskSupport.asTask(
+        this.capabilities,
+        name,
+        opts.task !== undefined,
+        () => this.listTools(opts.timeoutMs),
+      );
+      const result = asTask
+        ? await callAsTask(this.client, params, opts)
+        : await this.#calls.call(params, opts);
       // A resource the result names reads back through PML (resource_uri.ts).
       return namesResources(result.content)
         ? { ...result, content: result.content.map((b) => blockWithPmlUris(this.server, b)) }
@@ -189,6 +206,7 @@ export class UpstreamSession {
    * it, `tool_guard.ts`).
    */
   #toolsChanged(): void {
+    this.#taskSupport.forget();
     this.#verifiedOk = false;
     this.#verified = undefined;
     const guard = this.#guard;
@@ -330,5 +348,6 @@ export function upstreamCallOptions(
     elicit: ctx.serverElicit,
     log: ctx.log,
     verify: opts.verify,
+    task: ctx.task,
   };
 }

@@ -1,0 +1,127 @@
+/**
+ * MCP tasks (SEP-1686) of a fronted server, on its {@link UpstreamSession}: which of its tools run
+ * as a task (their `execution.taskSupport`, as its `tools/list` said) and one such call, made with
+ * the SDK client's own task machinery (`callToolStream`: the task created, its status polled, its
+ * result fetched), the server's task cancelled when the call is (docs/surface.md, "Tasks").
+ *
+ * @module
+ */
+import type { Client } from "../../sdk/client.ts";
+import {
+  type CallToolResult,
+  CallToolResultSchema,
+  ErrorCode,
+  McpError,
+  type ServerCapabilities,
+  type Task,
+  type Tool,
+} from "../../sdk/types.ts";
+import { isTerminal } from "../../sdk/tasks.ts";
+import type { ProgressReport } from "./server_requests.ts";
+
+/** A call the client runs as an MCP task: what PML's own task learns of the server's. */
+export interface TaskCall {
+  /** The time to live the client asked for (ms). */
+  readonly ttl?: number;
+  /**
+   * The server created its task: the client's task is answered now (a question of PML's before
+   * it was asked on the call itself).
+   */
+  started(task: Task): void;
+  /** A status of the server's task that is not final (`working`, `input_required`). */
+  status(status: Task["status"], message?: string): void;
+}
+
+/**
+ * `execution.taskSupport` of one server's tools, as its last `tools/list` said (forgotten when it
+ * says its tools changed). A server that declared no task support for `tools/call` runs none.
+ */
+export class TaskSupport {
+  #known?: Map<string, string>;
+
+  learn(tools: readonly Tool[]): void {
+    const known = new Map<string, string>();
+    for (const t of tools) {
+      if (t.execution?.taskSupport) known.set(t.name, t.execution.taskSupport);
+    }
+    this.#known = known;
+  }
+
+  forget(): void {
+    this.#known = undefined;
+  }
+
+  /**
+   * Whether the call of `name` goes to the server as a task: always when its tool requires one
+   * (a client that runs it as a plain call gets the task's result), when the client asked for one
+   * and the tool allows it. `list` reads the server's tools when they are not known yet.
+   */
+  async asTask(
+    capabilities: ServerCapabilities,
+    name: string,
+    clientAsked: boolean,
+    list: () => Promise<unknown>,
+  ): Promise<boolean> {
+    if (!capabilities.tasks?.requests?.tools?.call) return false;
+    if (!this.#known) await list();
+    const support = this.#known?.get(name);
+    return support === "required" || (support === "optional" && clientAsked);
+  }
+}
+
+/** Options of {@link callAsTask}. */
+export interface TaskCallOptions {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  readonly onprogress?: ProgressReport;
+  readonly task?: TaskCall;
+}
+
+/**
+ * Calls tool `name` as a task of the server and returns its result. The SDK's `callToolStream`
+ * creates it, polls it (each status reported to `opts.task`) and fetches its result (a failed
+ * task's own result when it has one); the caller's abort cancels the server's task.
+ */
+export async function callAsTask(
+  client: Client,
+  params: { name: string; arguments: Record<string, unknown> },
+  opts: TaskCallOptions,
+): Promise<CallToolResult> {
+  const tasks = client.experimental.tasks;
+  let taskId: string | undefined;
+  let last: Task["status"] | undefined;
+  const cancel = () => void (taskId && tasks.cancelTask(taskId).catch(() => {}));
+  opts.signal?.addEventListener("abort", cancel, { once: true });
+  try {
+    const stream = tasks.callToolStream(params, CallToolResultSchema, {
+      task: opts.task?.ttl !== undefined ? { ttl: opts.task.ttl } : {},
+      timeout: opts.timeoutMs,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.onprogress ? { onprogress: opts.onprogress } : {}),
+    });
+    for await (const message of stream) {
+      if (message.type === "taskCreated") {
+        taskId = message.task.taskId;
+        if (opts.signal?.aborted) cancel();
+        else opts.task?.started(message.task);
+      } else if (message.type === "taskStatus") {
+        last = message.task.status;
+        if (!isTerminal(last)) opts.task?.status(last, message.task.statusMessage);
+      } else if (message.type === "result") {
+        return message.result as CallToolResult;
+      } else {
+        if (last === "failed" && taskId) {
+          const result = await tasks.getTaskResult(taskId, CallToolResultSchema).catch(() => {});
+          if (result) return result as CallToolResult;
+        }
+        throw message.error;
+      }
+    }
+    throw new McpError(
+      ErrorCode.InternalError,
+      `The task of ${params.name} ended without a result`,
+    );
+  } finally {
+    opts.signal?.removeEventListener("abort", cancel);
+  }
+}
