@@ -8,7 +8,12 @@
  * and a task id names a task of its own session only.
  */
 import { join } from "node:path";
-import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
+import {
+  assert,
+  assertEquals,
+  assertRejects,
+  assertStringIncludes,
+} from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { Client } from "../../packages/pml/src/sdk/client.ts";
 import type { Transport } from "../../packages/pml/src/sdk/transport.ts";
@@ -190,6 +195,134 @@ Deno.test("e2e tasks: simulate-research-query as a task, server-everything broug
       cancelledResult: "none",
     });
     for (const [path, s] of Object.entries(seen)) assertEquals(s, direct, path);
+  } finally {
+    await http.close();
+  }
+});
+
+/** The audit lines of `event` in the workspace's log. */
+function audited(ws: { read(rel: string): string }, event: string): Record<string, unknown>[] {
+  let log = "";
+  try {
+    log = ws.read(".pml/audit.log");
+  } catch { /* none yet */ }
+  return log.split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.event === event);
+}
+
+/**
+ * On one client: the `ask`ed tool as a task asks first (PML's own question, before the task is
+ * created), then runs; the denied one is a task that failed with PML's refusal, the server never
+ * asked. Returns the id of the task that ran.
+ */
+async function asksThenRuns(client: Client, events: string[]): Promise<string> {
+  let created: string | undefined;
+  for await (
+    const m of client.experimental.tasks.callToolStream(
+      { name: `everything__${TOOL}`, arguments: { topic: "asked" } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 }, timeout: 60_000 },
+    )
+  ) {
+    if (m.type === "taskCreated") {
+      events.push("taskCreated");
+      created = m.task.taskId;
+    } else if (m.type === "result") {
+      events.push("result");
+      const text = (m.result.content as { text?: string }[])[0]?.text ?? "";
+      assert(text.startsWith("# Research Report: asked"), text);
+    } else if (m.type === "error") throw m.error;
+  }
+  assertEquals(events, ["asked", "taskCreated", "result"]);
+
+  const denied = await client.request(
+    {
+      method: "tools/call",
+      params: { name: `everything_http__${TOOL}`, arguments: { topic: "no" }, task: {} },
+    },
+    CreateTaskResultSchema,
+  );
+  assertEquals(denied.task.status, "failed");
+  const refusal = await client.experimental.tasks.getTaskResult(
+    denied.task.taskId,
+    CallToolResultSchema,
+  );
+  assertEquals(refusal.isError, true);
+  assertStringIncludes(
+    JSON.stringify(refusal.content),
+    `Permission denied: \\"everything_http:${TOOL}\\" is denied by .pml.json permissions`,
+  );
+  return created!;
+}
+
+Deno.test("e2e tasks: PML's rules on a task: an asked tool asks before its task exists, a denied one is refused, a task id names a task of its own session only (pml stdio and pml serve)", async () => {
+  const http = await startEverything();
+  try {
+    const brought = await broughtEverything(http.url, {
+      approvals: "agent",
+      permissions: {
+        allow: ["everything", "everything_http"],
+        ask: [`everything:${TOOL}`],
+        deny: [`everything_http:${TOOL}`],
+      },
+    });
+    await using ws = brought.ws;
+    const answerYes = (events: string[]) => (message: string) => {
+      assertStringIncludes(message, `everything:${TOOL}`);
+      events.push("asked");
+      return { action: "accept", content: { decision: "yes" } };
+    };
+
+    // pml stdio.
+    {
+      const events: string[] = [];
+      const client = await connect(brought.pmlStdio(), answerYes(events));
+      try {
+        await asksThenRuns(client, events);
+      } finally {
+        await client.close();
+      }
+    }
+
+    // pml serve: two MCP sessions, and a task of the server's own (made on it directly).
+    await using serve = await spawnServe(ws, brought.env);
+    const url = new URL(serve.url);
+    const events: string[] = [];
+    const a = await connect(new StreamableHTTPClientTransport(url), answerYes(events));
+    const b = await connect(new StreamableHTTPClientTransport(url));
+    const direct = await connect(new StreamableHTTPClientTransport(new URL(http.url)));
+    try {
+      const ran = await asksThenRuns(a, events);
+      assertEquals((await a.experimental.tasks.getTask(ran)).status, "completed");
+
+      const theServers = await direct.request(
+        { method: "tools/call", params: { name: TOOL, arguments: { topic: "d" }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      for (const id of [ran, theServers.task.taskId]) {
+        const other = id === ran ? b : a;
+        await assertRejects(() => other.experimental.tasks.getTask(id), Error, "not found");
+        await assertRejects(
+          () => other.experimental.tasks.getTaskResult(id, CallToolResultSchema),
+          Error,
+          "not found",
+        );
+        await assertRejects(() => other.experimental.tasks.cancelTask(id), Error, "not found");
+      }
+      assertEquals(
+        (await b.experimental.tasks.listTasks()).tasks.map((t) => t.taskId),
+        [],
+        "another session lists none of the first one's tasks",
+      );
+      assertEquals((await a.experimental.tasks.getTask(ran)).status, "completed");
+      const asked = audited(ws, "approval_decided").filter((l) =>
+        JSON.stringify(l).includes(`everything:${TOOL}`)
+      );
+      assertEquals(asked.length, 2, "each question audited (pml stdio, pml serve)");
+    } finally {
+      await direct.close();
+      await b.close();
+      await a.close();
+    }
   } finally {
     await http.close();
   }

@@ -24,7 +24,6 @@ import {
   type ApprovalDecision,
   type ApprovalRequest,
   DECISION_SCHEMA,
-  type Elicit,
   ElicitationDeclinedByClient,
   ElicitationUnanswered,
   HUMAN_MIN_MS,

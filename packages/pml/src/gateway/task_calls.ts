@@ -127,9 +127,10 @@ export async function callAsTask(
   const store = extra.taskStore!;
   const run = new AbortController();
   const serverTask = Promise.withResolvers<Task>();
-  let taskId: string | undefined;
+  /** PML's task, once created. */
+  const ours: { taskId?: string } = {};
   const status = (status: Task["status"], message?: string) => {
-    if (taskId) store.updateTaskStatus(taskId, status, message).catch(() => {});
+    if (ours.taskId) store.updateTaskStatus(ours.taskId, status, message).catch(() => {});
   };
   const task: TaskCall = {
     ttl: ttlOf(asked.ttl),
@@ -137,14 +138,14 @@ export async function callAsTask(
     status,
   };
   const signal = AbortSignal.any([extra.signal, run.signal]);
-  const result = call(task, signal, { taskId: () => taskId, status });
+  const result = call(task, signal, { taskId: () => ours.taskId, status });
   const first = await Promise.race([serverTask.promise, result.then((r) => ({ result: r }))]);
   const started = "taskId" in first ? first : undefined;
   const created = await store.createTask({
     ttl: ttlOf(started?.ttl ?? asked.ttl),
     ...(started?.pollInterval !== undefined ? { pollInterval: started.pollInterval } : {}),
   });
-  taskId = created.taskId;
+  ours.taskId = created.taskId;
   const settled = result.then(
     (r) => store.storeTaskResult(created.taskId, r.isError ? "failed" : "completed", r),
     (err) => store.storeTaskResult(created.taskId, "failed", failure(err)),
