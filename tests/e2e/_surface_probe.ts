@@ -5,7 +5,9 @@
 import { Client } from "../../packages/pml/src/sdk/client.ts";
 import type { Transport } from "../../packages/pml/src/sdk/transport.ts";
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
+  CreateTaskResultSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
@@ -31,6 +33,8 @@ export const FEATURES = [
   "prompts/get with arguments",
   "completion/complete",
   "logging/setLevel",
+  "tools/call as a task",
+  "tasks/list, tasks/cancel",
 ] as const;
 
 export type Feature = typeof FEATURES[number];
@@ -167,6 +171,35 @@ export async function probe(
         argument: { name: "department", value: "E" },
       })).completion.values.includes("Engineering")
     );
+    // MCP tasks (SEP-1686): a tool that requires one, created, polled, its result fetched.
+    out["tools/call as a task"] = await check(async () => {
+      const seen: string[] = [];
+      for await (
+        const m of client.experimental.tasks.callToolStream(
+          { name: tool("simulate-research-query"), arguments: { topic: "probe" } },
+          CallToolResultSchema,
+          { task: { ttl: 60_000 }, timeout: 60_000 },
+        )
+      ) {
+        if (m.type === "error") throw m.error;
+        seen.push(m.type === "result" ? text(m.result) : m.type);
+      }
+      return seen[0] === "taskCreated" && seen.includes("taskStatus") &&
+        seen.at(-1)!.includes("Research Report: probe");
+    });
+    out["tasks/list, tasks/cancel"] = await check(async () => {
+      const { task } = await client.request(
+        {
+          method: "tools/call",
+          params: { name: tool("simulate-research-query"), arguments: { topic: "x" }, task: {} },
+        },
+        CreateTaskResultSchema,
+      );
+      const listed = (await client.experimental.tasks.listTasks()).tasks;
+      const cancelled = await client.experimental.tasks.cancelTask(task.taskId);
+      return listed.some((t) => t.taskId === task.taskId) && cancelled.status === "cancelled" &&
+        (await client.experimental.tasks.getTask(task.taskId)).status === "cancelled";
+    });
   } finally {
     await client.close();
   }
