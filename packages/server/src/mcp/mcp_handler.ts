@@ -10,7 +10,9 @@
  * std modules (`json`, `math`, `text`) and the tools of every `http` registry entry. `tools/call`
  * accepts the exposed name and the tool id. BYOK keys come from the request's `X-PML-BYOK` header
  * and serve that request only. `GET` and `DELETE` answer 405: there is no server-initiated stream
- * and no session.
+ * and no session. A request carrying `X-PML-Server: <namespace>` is for that http entry's own
+ * resources, prompts and completions (`surface_relay.ts`); its tools are listed here with
+ * `_meta["pml/kind"]: "http"`, which tells the pml package which namespaces to ask.
  *
  * The app has already checked the API key before calling this handler.
  *
@@ -40,6 +42,7 @@ import {
 import { type CatalogSnapshot, ToolCatalog } from "./tool_catalog.ts";
 import { RequestTransport } from "./request_transport.ts";
 import { UpstreamSessions } from "./upstream_sessions.ts";
+import { relaySurface, SERVER_HEADER } from "./surface_relay.ts";
 
 /** Dependencies of {@link createMcpHandler}; only `store` is required. */
 export interface McpHandlerDeps {
@@ -87,9 +90,10 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const catalog = new ToolCatalog(deps.store, { ttlMs: deps.cacheTtlMs, now: deps.now });
   const log = deps.log ?? ((line: string) => console.error(line));
   const maxBodyBytes = deps.maxBodyBytes ?? 1024 * 1024;
+  const proxyTimeoutMs = deps.proxyTimeoutMs ?? 60_000;
   const sessions = new UpstreamSessions({
     fetch: deps.fetch,
-    timeoutMs: deps.proxyTimeoutMs ?? 60_000,
+    timeoutMs: proxyTimeoutMs,
     idleMs: deps.proxyIdleMs,
   });
   const executor = new ServerExecutor({ ...deps.execute, routing: deps.routing });
@@ -142,6 +146,11 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
       keys,
       packageClient: request.headers.get(CLIENT_HEADER)?.trim().toLowerCase() === "package",
     };
+    const namespace = request.headers.get(SERVER_HEADER);
+    if (namespace !== null) {
+      const relayed = { request, parsedBody, namespace, ...requestContext };
+      return await relaySurface(relayed, { sessions, log, timeoutMs: proxyTimeoutMs });
+    }
     const plain = plainRequest(request, parsedBody);
     if (plain) {
       await connected;
@@ -231,7 +240,9 @@ function listedTools(snapshot: CatalogSnapshot, execute: ServerExecutor["tool"])
       description: tool.description,
       inputSchema: tool.inputSchema as Tool["inputSchema"],
       ...(tool.kind === "std" ? { annotations: PURE_TOOL } : {}),
-      _meta: meta(tool.id, tool.envRequired),
+      _meta: tool.kind === "http"
+        ? { ...meta(tool.id, tool.envRequired), "pml/kind": "http" }
+        : meta(tool.id, tool.envRequired),
     })),
   ];
 }

@@ -42,18 +42,27 @@ export interface UpstreamSessionOptions {
   readonly maxSessions?: number;
 }
 
-/** One upstream tool call: where, with which headers, what. */
-export interface UpstreamCall {
+/** Where an upstream is reached, and with which headers. */
+export interface UpstreamTarget {
   readonly url: string;
   /** Every header the upstream must see (the BYOK header among them). */
   readonly headers: Readonly<Record<string, string>>;
+}
+
+/** One upstream tool call: where, with which headers, what. */
+export interface UpstreamCall extends UpstreamTarget {
   readonly name: string;
   readonly args: Record<string, unknown>;
 }
 
+/** A session once `initialize` is done: its SDK client, and what a call posts on it. */
+export interface OpenSession {
+  readonly client: Client;
+  readonly post: PostSession;
+}
+
 interface Session {
-  /** The client once `initialize` is done, with what a call posts on its session. */
-  readonly client: Promise<{ client: Client; post: PostSession }>;
+  readonly client: Promise<OpenSession>;
   readonly transport: StreamableHTTPClientTransport;
   calls: number;
   /** When the last call ended (`performance.now()`). */
@@ -92,21 +101,31 @@ export class UpstreamSessions {
    * @throws whatever the transport or the upstream threw, once a session the upstream had ended
    * was replaced and the call made on the new one.
    */
-  async callTool(call: UpstreamCall): Promise<CallToolResult> {
-    const id = sessionId(call);
+  callTool(call: UpstreamCall): Promise<CallToolResult> {
+    return this.use(call, async ({ client, post }) => {
+      const timeoutMs = this.#options.timeoutMs;
+      const params = { name: call.name, arguments: call.args };
+      return await postToolCall(post, params, { timeoutMs, resultSchema: UPSTREAM_RESULT }) ??
+        await client.callTool(params, undefined, { timeout: timeoutMs }) as CallToolResult;
+    });
+  }
+
+  /**
+   * Runs `run` on the session for `target` (opened if none is), under the pool's rules: a session
+   * the upstream no longer knows is replaced and `run` made once more; any other failure but the
+   * upstream's own answer drops the session. The relay of a server's resources, prompts and
+   * completions (`surface_relay.ts`) uses it as `callTool` does.
+   *
+   * @throws whatever `run`, the transport or the upstream threw.
+   */
+  async use<T>(target: UpstreamTarget, run: (open: OpenSession) => Promise<T>): Promise<T> {
+    const id = sessionId(target);
     for (let attempt = 0;; attempt++) {
       const reused = this.#sessions.has(id);
-      const session = this.#session(id, call);
+      const session = this.#session(id, target);
       session.calls++;
       try {
-        const { client, post } = await session.client;
-        const timeoutMs = this.#options.timeoutMs;
-        const params = { name: call.name, arguments: call.args };
-        return await postToolCall(post, params, {
-          timeoutMs,
-          resultSchema: UPSTREAM_RESULT,
-        }) ??
-          await client.callTool(params, undefined, { timeout: timeoutMs }) as CallToolResult;
+        return await run(await session.client);
       } catch (error) {
         if (!answeredByUpstream(error)) this.#end(id, session);
         if (attempt === 0 && reused && sessionGone(error)) continue;
@@ -127,7 +146,7 @@ export class UpstreamSessions {
     await Promise.all(ending);
   }
 
-  #session(id: string, call: UpstreamCall): Session {
+  #session(id: string, call: UpstreamTarget): Session {
     const found = this.#sessions.get(id);
     if (found) {
       this.#sessions.delete(id); // re-inserted last: the map's order is least recently used first
@@ -212,7 +231,7 @@ const UPSTREAM_RESULT = {
 };
 
 /** The map key of a session: a digest, so that no key value is kept as one. */
-function sessionId(call: UpstreamCall): string {
+function sessionId(call: UpstreamTarget): string {
   const headers = Object.entries(call.headers)
     .map(([name, value]) => [name.toLowerCase(), value])
     .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);

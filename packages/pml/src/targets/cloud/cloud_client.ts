@@ -6,6 +6,7 @@ import {
   loadHttpClient as importHttpClient,
 } from "../../sdk/load_http_client.ts";
 import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/types.ts";
+import type { Transport } from "../../sdk/transport.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
 import { ToolResultShape } from "../target.ts";
 import { type PostSession, postToolCall } from "./call_post.ts";
@@ -29,6 +30,14 @@ interface Session {
   readonly client: Client;
   readonly post: () => PostSession;
 }
+
+/** The cloud's endpoint is stateless: no GET stream to open again in the background. */
+const NO_RECONNECT = {
+  maxRetries: 0,
+  initialReconnectionDelay: 1000,
+  maxReconnectionDelay: 1000,
+  reconnectionDelayGrowFactor: 1,
+};
 
 /** Version reported to the cloud in `initialize` (kept in step with the package). */
 const CLIENT_INFO = { name: "pml", version: "0.1.0" };
@@ -158,6 +167,25 @@ export class CloudClient {
     }
   }
 
+  /**
+   * A Streamable HTTP transport to the cloud's relay of the registry http MCP `server`: its
+   * resources, prompts and completions (`X-PML-Server: <server>`, docs/cloud.md). Every request
+   * carries the API key, `X-PML-Client`, and `byok` (that server's declared keys) when given.
+   */
+  async serverTransport(server: string, byok?: string): Promise<Transport> {
+    const { StreamableHTTPClientTransport } = await loadHttpClient();
+    const relayed = (url: string | URL | Request, init: RequestInit = {}) => {
+      const headers = new Headers(init.headers);
+      headers.set("x-pml-server", server);
+      if (byok) headers.set("x-pml-byok", byok);
+      return this.#authorizedFetch(url, { ...init, headers });
+    };
+    return new StreamableHTTPClientTransport(new URL(this.url), {
+      fetch: relayed,
+      reconnectionOptions: NO_RECONNECT,
+    });
+  }
+
   /** Ends the session (best effort). */
   async close(): Promise<void> {
     const session = this.#session;
@@ -189,12 +217,7 @@ export class CloudClient {
     const transport = new StreamableHTTPClientTransport(new URL(this.url), {
       fetch: this.#authorizedFetch,
       // The standalone GET stream is not needed for tool calls: do not retry it in the background.
-      reconnectionOptions: {
-        maxRetries: 0,
-        initialReconnectionDelay: 1000,
-        maxReconnectionDelay: 1000,
-        reconnectionDelayGrowFactor: 1,
-      },
+      reconnectionOptions: NO_RECONNECT,
     });
     const client = new Client(CLIENT_INFO, {
       capabilities: {},

@@ -17,6 +17,7 @@ import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
 import type { CloudToolsCache } from "./tools_cache.ts";
 import { type CloudTool, CloudToolList } from "./cloud_tool_list.ts";
+import { CloudUpstreams } from "./cloud_upstreams.ts";
 
 /** The message of every cloud tool call when no API key is configured. */
 export const NO_API_KEY_MESSAGE =
@@ -69,11 +70,22 @@ export class CloudTarget implements Target {
   readonly #declared = new Map<string, Promise<string[]>>();
   /** The cloud's tool list (cloud mode only). */
   readonly #list?: CloudToolList;
+  /** The registry http MCPs the cloud proxies: their resources, prompts, completions. */
+  readonly upstreams?: CloudUpstreams;
 
   constructor(deps: CloudTargetDeps) {
     this.#d = deps;
-    this.#list = deps.client &&
+    const list = this.#list = deps.client &&
       new CloudToolList({ ...deps, cloudUrl: deps.config.cloudUrl, client: deps.client });
+    const pins = deps.pins;
+    this.upstreams = deps.client && list && new CloudUpstreams({
+      client: deps.client,
+      config: deps.config,
+      tools: () => list.tools,
+      ensure: () => list.ensure(),
+      pinned: pins &&
+        (async (ns, tools) => (await pins.check(ns, tools.map((t) => t.info))).length === 0),
+    });
   }
 
   get #tools(): ReadonlyMap<string, CloudTool> | undefined {
@@ -311,6 +323,7 @@ export class CloudTarget implements Target {
   async close(): Promise<void> {
     this.#abort.abort();
     this.#d.onClose?.();
+    await this.upstreams?.close();
     await this.#d.client?.close();
   }
 

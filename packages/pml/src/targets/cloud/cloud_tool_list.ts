@@ -21,6 +21,11 @@ export interface CloudTool {
   readonly name: string;
   /** Variables its metadata declares, when it says. */
   readonly env?: readonly string[];
+  /**
+   * A tool of a registry http MCP (`_meta["pml/kind"]: "http"`): its server's resources, prompts
+   * and completions are asked of the cloud too (`cloud_upstreams.ts`).
+   */
+  readonly http?: boolean;
 }
 
 /** What {@link CloudToolList} needs (a part of `CloudTargetDeps`). */
@@ -164,6 +169,7 @@ function toCloudTool(tool: Tool): CloudTool | undefined {
   return {
     name: tool.name,
     env: declaredVariables(tool._meta),
+    ...(tool._meta?.["pml/kind"] === "http" ? { http: true } : {}),
     info: {
       id,
       description: tool.description ?? "",

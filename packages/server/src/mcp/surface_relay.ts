@@ -1,0 +1,201 @@
+/**
+ * The rest of a registry `http` MCP's surface, beyond its tools: its resources (list, templates,
+ * read), prompts (list, get) and completions, relayed to its remote server (docs/cloud.md,
+ * "Resources, prompts and completions"). A POST to `/mcp` carrying `X-PML-Server: <namespace>` is
+ * an MCP request to that one server: this endpoint answers `initialize` with what the server
+ * offers of these (its own capabilities, less subscriptions, list changes and logging: the
+ * endpoint is stateless, with no stream to carry them), and every other request by asking the
+ * server on the proxy's upstream session of this caller's key (`upstream_sessions.ts`).
+ *
+ * Nothing is renamed here: URIs and prompt names are the server's own, and the pml package puts
+ * them under the server's namespace as it does for a server it fronts itself (docs/surface.md).
+ * The caller's BYOK key goes only to the server that declares it, in the header its entry names;
+ * every answer and error is scrubbed of it; a namespace that is not an `http` entry of the
+ * registry, or a key the entry needs and the request lacks, is refused before anything is sent.
+ *
+ * @module
+ */
+import { redact } from "./byok.ts";
+import type { ByokKeys } from "./byok.ts";
+import { WebStandardStreamableHTTPServerTransport } from "./sdk/http_server.ts";
+import { Server } from "./sdk/server.ts";
+import {
+  CompleteRequestSchema,
+  CompleteResultSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  GetPromptResultSchema,
+  ListPromptsRequestSchema,
+  ListPromptsResultSchema,
+  ListResourcesRequestSchema,
+  ListResourcesResultSchema,
+  ListResourceTemplatesRequestSchema,
+  ListResourceTemplatesResultSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  ReadResourceResultSchema,
+  type ServerCapabilities,
+} from "./sdk/types.ts";
+import { bareMessage } from "../../../pml/src/targets/call_errors.ts";
+import type { CatalogSnapshot, CatalogTool } from "./tool_catalog.ts";
+import type { UpstreamSessions, UpstreamTarget } from "./upstream_sessions.ts";
+
+/** The header naming the registry http MCP a request is for. */
+export const SERVER_HEADER = "x-pml-server";
+
+/** What the relay needs of the endpoint. */
+export interface RelayDeps {
+  readonly sessions: UpstreamSessions;
+  /** Where failures are reported (already scrubbed of keys). */
+  readonly log: (line: string) => void;
+  /** Upper bound of one relayed request (ms). */
+  readonly timeoutMs: number;
+}
+
+/** The request of one HTTP request, for the server `namespace`. */
+export interface RelayRequest {
+  readonly request: Request;
+  readonly parsedBody: unknown;
+  readonly namespace: string;
+  readonly snapshot: CatalogSnapshot;
+  readonly keys: ByokKeys;
+}
+
+/**
+ * Answers `req` for its server (see the module documentation); a refusal is a JSON-RPC error
+ * with HTTP 403 (a key missing) or 404 (no such http MCP).
+ */
+export async function relaySurface(req: RelayRequest, deps: RelayDeps): Promise<Response> {
+  const { namespace, keys } = req;
+  const entry = req.snapshot.tools.find((t) =>
+    t.kind === "http" && t.http && t.id.startsWith(`${namespace}:`)
+  );
+  if (!entry) {
+    return refusal(
+      404,
+      `No HTTP MCP "${namespace.slice(0, 100)}" in this registry: X-PML-Server names the ` +
+        `namespace of an http entry (see pml__search)`,
+    );
+  }
+  const missing = entry.envRequired.filter((name) => !keys.has(name));
+  if (missing.length) {
+    return refusal(
+      403,
+      `API_KEY_REQUIRED: the MCP server "${namespace}" needs the API key ${missing.join(", ")}: ` +
+        `pml sends it (X-PML-BYOK) when .pml.json "env" lists it and it is set`,
+    );
+  }
+  const target = upstreamOf(entry, keys);
+  const origin = new URL(entry.http!.proxyTo).origin;
+  const failed = (error: unknown): Error => {
+    const why = error instanceof McpError ? bareMessage(error) : (error as Error).message;
+    const message = redact(`The MCP server "${namespace}" (${origin}) failed: ${why}`, keys);
+    deps.log(`pml-server: ${message}`);
+    // Its own answer keeps its code (an unknown resource stays -32002); the rest is internal.
+    const code = error instanceof McpError ? error.code : ErrorCode.InternalError;
+    return Object.assign(new Error(message), { code });
+  };
+  let offered: ServerCapabilities;
+  try {
+    offered = await deps.sessions.use(
+      target,
+      ({ client }) => Promise.resolve(client.getServerCapabilities() ?? {}),
+    );
+  } catch (error) {
+    return refusal(502, failed(error).message);
+  }
+  const server = new Server({ name: namespace, version: "relay" }, {
+    capabilities: {
+      ...(offered.resources ? { resources: {} } : {}),
+      ...(offered.prompts ? { prompts: {} } : {}),
+      ...(offered.completions ? { completions: {} } : {}),
+    },
+  });
+  /** One request passed on as it came, its answer checked by `schema` and scrubbed. */
+  const relay = <T>(
+    method: string,
+    schema: { parse(value: unknown): T },
+  ) =>
+  async (request: { params?: unknown }, extra: { signal: AbortSignal }): Promise<T> => {
+    try {
+      const answer = await deps.sessions.use(target, ({ client }) =>
+        client.request(
+          { method, params: request.params as Record<string, unknown> | undefined },
+          schema as never,
+          { timeout: deps.timeoutMs, signal: extra.signal },
+        ));
+      return scrubbed(answer as T, keys);
+    } catch (error) {
+      throw failed(error);
+    }
+  };
+  if (offered.resources) {
+    server.setRequestHandler(
+      ListResourcesRequestSchema,
+      relay("resources/list", ListResourcesResultSchema),
+    );
+    server.setRequestHandler(
+      ListResourceTemplatesRequestSchema,
+      relay("resources/templates/list", ListResourceTemplatesResultSchema),
+    );
+    server.setRequestHandler(
+      ReadResourceRequestSchema,
+      relay("resources/read", ReadResourceResultSchema),
+    );
+  }
+  if (offered.prompts) {
+    server.setRequestHandler(
+      ListPromptsRequestSchema,
+      relay("prompts/list", ListPromptsResultSchema),
+    );
+    server.setRequestHandler(GetPromptRequestSchema, relay("prompts/get", GetPromptResultSchema));
+  }
+  if (offered.completions) {
+    server.setRequestHandler(
+      CompleteRequestSchema,
+      relay("completion/complete", CompleteResultSchema),
+    );
+  }
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(req.request, { parsedBody: req.parsedBody });
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+}
+
+/** The upstream of `entry` with this caller's key placed as the entry says. */
+function upstreamOf(entry: CatalogTool, keys: ByokKeys): UpstreamTarget {
+  const http = entry.http!;
+  const headers: Record<string, string> = {};
+  if (http.byok) {
+    headers[http.byok.header] = http.byok.format.replaceAll("{key}", keys.get(http.byok.env)!);
+  }
+  return { url: http.proxyTo, headers };
+}
+
+/** `value` with every string scrubbed of the caller's keys (nothing copied without keys). */
+export function scrubbed<T>(value: T, keys: ByokKeys): T {
+  if (keys.size === 0) return value;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") return redact(v, keys);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === "object") {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [redact(k, keys), walk(x)]));
+    }
+    return v;
+  };
+  return walk(value) as T;
+}
+
+function refusal(status: number, message: string): Response {
+  return new Response(
+    JSON.stringify({ jsonrpc: "2.0", error: { code: -32600, message }, id: null }),
+    { status, headers: { "content-type": "application/json" } },
+  );
+}
