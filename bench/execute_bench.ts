@@ -46,7 +46,7 @@ const SANDBOX_ROUNDS = 15;
 const SETTLE_MS = 250;
 /** An agent's pause between two calls: past `pml stdio`'s idle collection. */
 const PAUSE_MS = IDLE_COLLECT_MS + 500;
-const PAUSED_ROUNDS = Number(Deno.env.get("EXECUTE_PAUSED_ROUNDS") ?? 16);
+const PAUSED_ROUNDS = Number(Deno.env.get("EXECUTE_PAUSED_ROUNDS") ?? 30);
 const AGAINST = Deno.env.get("EXECUTE_AGAINST");
 
 const SNIPPET = `
