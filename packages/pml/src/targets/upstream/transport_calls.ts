@@ -12,6 +12,11 @@ import { answerError, stoppedError, timeoutError } from "../call_errors.ts";
 import { ToolResultShape } from "../target.ts";
 import type { Transport } from "../../sdk/transport.ts";
 
+/** The SDK schema of a request's result, as {@link TransportCalls.request} checks it. */
+export interface ResultSchema<T> {
+  safeParse(value: unknown): { success: true; data: T } | { success: false; error: unknown };
+}
+
 /** Options of one {@link TransportCalls.call}. */
 export interface TransportCallOptions {
   readonly timeoutMs: number;
@@ -20,7 +25,8 @@ export interface TransportCallOptions {
 }
 
 interface Pending {
-  readonly resolve: (result: CallToolResult) => void;
+  /** Takes the answer's `result`: resolves with it checked, or rejects. */
+  readonly answer: (result: unknown) => void;
   readonly reject: (err: unknown) => void;
   readonly onprogress?: TransportCallOptions["onprogress"];
   /** Its timeout, after `timeoutMs` ({@link TransportCalls.#bounds}). */
@@ -37,8 +43,8 @@ interface Pending {
 const FIRST_ID = 1_000_000_000;
 
 /**
- * `tools/call` sent on an upstream server's transport (a stdio child's pipes, a remote server's
- * HTTP) by PML itself, beside the SDK `Client` of its `UpstreamSession`, which opened the
+ * `tools/call`, `resources/read` and `prompts/get` sent on an upstream server's transport (a stdio
+ * child's pipes, a remote server's HTTP) by PML itself, beside the SDK `Client` of its `UpstreamSession`, which opened the
  * session and still answers the server's own requests (sampling) and notifications.
  * One id and one pending entry per call; the answer is matched by id, its result checked against
  * the SDK's whole `CallToolResultSchema` once, here (`sdk/tool_result.ts`: the gateway's MCP
@@ -47,7 +53,8 @@ const FIRST_ID = 1_000_000_000;
  * before), a JSON-RPC error thrown as the SDK would (`call_errors.ts`), the timeout or the
  * signal as an `McpError` after `notifications/cancelled` is sent, progress relayed under the
  * call's id as token, and the transport's close failing every pending call with `ConnectionClosed`.
- * `Client.request` costs more per call (docs/speed.md, row 6a). Timeouts share one timer, armed
+ * A read's or a prompt's result is checked with the SDK's own schema ({@link TransportCalls.request}).
+ * `Client.request` costs more per call (docs/speed.md, rows 6a and surface-read). Timeouts share one timer, armed
  * for the earliest deadline (`call_bounds.ts`): a timer set and cleared per call cost ~12 µs of a
  * sequential call.
  */
@@ -76,30 +83,68 @@ export class TransportCalls {
     opts: TransportCallOptions,
   ): Promise<CallToolResult> {
     return new Promise<CallToolResult>((resolve, reject) => {
-      const signal = opts.signal;
-      if (signal?.aborted) return reject(signal.reason);
-      const id = ++this.#lastId;
-      const timeoutMs = opts.timeoutMs;
-      const pending: Pending = { resolve, reject, onprogress: opts.onprogress };
-      if (signal) {
-        pending.signal = signal;
-        pending.onAbort = () => this.#cancel(id, signal.reason);
-        // No options object: Deno converts one on every call (~4 µs); `#settle` removes it.
-        signal.addEventListener("abort", pending.onAbort);
-      }
-      this.#pending.set(id, pending);
-      pending.bound = this.#bounds.start(
-        timeoutMs,
-        () => this.#cancel(id, timeoutError(timeoutMs)),
-      );
-      this.#transport.send({
-        jsonrpc: "2.0",
-        id,
-        method: "tools/call",
-        params: opts.onprogress ? { ...params, _meta: { progressToken: id } } : params,
-      }).catch((err) => {
-        if (this.#settle(id)) reject(err);
-      });
+      const answer = (result: unknown) => {
+        const checked = checkToolResult(result);
+        if (checked) return resolve(checked);
+        const parsed = ToolResultShape.safeParse(result);
+        if (parsed.success) resolve(parsed.data as CallToolResult);
+        else reject(parsed.error);
+      };
+      this.#send("tools/call", params, opts, answer, reject);
+    });
+  }
+
+  /**
+   * Sends another request than `tools/call` (`resources/read`, `prompts/get`), its result checked
+   * with `schema` as the SDK's `Client.request` checks it (the parsed value, or the schema's error
+   * thrown); errors, the bound and the signal as {@link TransportCalls.call}'s.
+   */
+  request<T>(
+    method: string,
+    params: Record<string, unknown>,
+    schema: ResultSchema<T>,
+    opts: TransportCallOptions,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const answer = (result: unknown) => {
+        const parsed = schema.safeParse(result);
+        if (parsed.success) resolve(parsed.data);
+        else reject(parsed.error);
+      };
+      this.#send(method, params, opts, answer, reject);
+    });
+  }
+
+  #send(
+    method: string,
+    params: Record<string, unknown>,
+    opts: TransportCallOptions,
+    answer: Pending["answer"],
+    reject: Pending["reject"],
+  ): void {
+    const signal = opts.signal;
+    if (signal?.aborted) return reject(signal.reason);
+    const id = ++this.#lastId;
+    const timeoutMs = opts.timeoutMs;
+    const pending: Pending = { answer, reject, onprogress: opts.onprogress };
+    if (signal) {
+      pending.signal = signal;
+      pending.onAbort = () => this.#cancel(id, signal.reason);
+      // No options object: Deno converts one on every call (~4 µs); `#settle` removes it.
+      signal.addEventListener("abort", pending.onAbort);
+    }
+    this.#pending.set(id, pending);
+    pending.bound = this.#bounds.start(
+      timeoutMs,
+      () => this.#cancel(id, timeoutError(timeoutMs)),
+    );
+    this.#transport.send({
+      jsonrpc: "2.0",
+      id,
+      method,
+      params: opts.onprogress ? { ...params, _meta: { progressToken: id } } : params,
+    }).catch((err) => {
+      if (this.#settle(id)) reject(err);
     });
   }
 
@@ -111,14 +156,7 @@ export class TransportCalls {
       if (!pending) return false;
       if ("result" in m) {
         this.#settle(m.id);
-        const checked = checkToolResult(m.result);
-        if (checked) {
-          pending.resolve(checked);
-          return true;
-        }
-        const parsed = ToolResultShape.safeParse(m.result);
-        if (parsed.success) pending.resolve(parsed.data as CallToolResult);
-        else pending.reject(parsed.error);
+        pending.answer(m.result);
         return true;
       }
       if (!isJSONRPCErrorResponse(message)) return false; // the SDK reports it

@@ -22,6 +22,7 @@ import type {
   ServerCapabilities,
   Tool,
 } from "../../sdk/types.ts";
+import { GetPromptResultSchema, ReadResourceResultSchema } from "../../sdk/types.ts";
 import type { CallContext } from "../target.ts";
 import { TransportCalls } from "./transport_calls.ts";
 import {
@@ -63,8 +64,9 @@ export interface UpstreamCallOptions {
 
 /**
  * See the module documentation. Concurrent calls share the session, multiplexed by JSON-RPC id;
- * `tools/call` goes on the transport through {@link TransportCalls} (not the SDK's protocol layer,
- * docs/speed.md row 6a), everything else through the SDK `Client`.
+ * `tools/call`, `resources/read` and `prompts/get` go on the transport through
+ * {@link TransportCalls} (not the SDK's protocol layer, docs/speed.md rows 6a and surface-read),
+ * everything else through the SDK `Client`.
  */
 export class UpstreamSession {
   /** The namespace of the server (`private_mcps` key, registry name). */
@@ -241,7 +243,12 @@ export class UpstreamSession {
 
   /** `resources/read` of the server's own `uri`; the contents' URIs PML's. */
   async readResource(uri: string, opts: RequestBound): Promise<ReadResourceResult> {
-    const result = await this.client.readResource({ uri }, bound(opts));
+    const result = await this.#calls.request(
+      "resources/read",
+      { uri },
+      ReadResourceResultSchema,
+      opts,
+    );
     return {
       ...result,
       contents: result.contents.map((c) => ({ ...c, uri: toPmlUri(this.server, c.uri) })),
@@ -270,9 +277,11 @@ export class UpstreamSession {
     args: Record<string, string> | undefined,
     opts: RequestBound,
   ): Promise<GetPromptResult> {
-    const result = await this.client.getPrompt(
+    const result = await this.#calls.request(
+      "prompts/get",
       { name, ...(args ? { arguments: args } : {}) },
-      bound(opts),
+      GetPromptResultSchema,
+      opts,
     );
     return {
       ...result,
