@@ -78,7 +78,7 @@ Deno.test("TransportCalls.request: an answer that is no such result is refused, 
       calls.request("prompts/get", { name: "nope" }, GetPromptResultSchema, { timeoutMs: 10_000 }),
     McpError,
   );
-  assertEquals(err.code, ErrorCode.InvalidParams);
+  assertEquals((err as McpError).code, ErrorCode.InvalidParams);
 });
 
 Deno.test("TransportCalls.request: a server that never answers: cancelled on the wire after its bound, or when the caller aborts", async () => {
@@ -93,7 +93,7 @@ Deno.test("TransportCalls.request: a server that never answers: cancelled on the
         }),
       McpError,
     );
-    assertEquals(timedOut.code, ErrorCode.RequestTimeout);
+    assertEquals((timedOut as McpError).code, ErrorCode.RequestTimeout);
     const aborted = new AbortController();
     const pending = calls.request("prompts/get", { name: "p" }, GetPromptResultSchema, {
       timeoutMs: 10_000,
