@@ -12,6 +12,7 @@ import {
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
 } from "../../packages/pml/src/sdk/types.ts";
+import { InMemoryTaskStore, type RequestTaskStore } from "../../packages/pml/src/sdk/tasks.ts";
 
 /** The features probed, in the table's order. */
 export const FEATURES = [
@@ -35,6 +36,8 @@ export const FEATURES = [
   "logging/setLevel",
   "tools/call as a task",
   "tasks/list, tasks/cancel",
+  "elicitation request as a task",
+  "sampling request as a task",
 ] as const;
 
 export type Feature = typeof FEATURES[number];
@@ -62,19 +65,43 @@ export async function probe(
   root: string,
 ): Promise<Record<Feature, boolean>> {
   const client = new Client({ name: "probe", version: "1" }, {
-    capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} },
+    capabilities: {
+      sampling: {},
+      elicitation: { form: {} },
+      roots: {},
+      tasks: { requests: { elicitation: { create: {} }, sampling: { createMessage: {} } } },
+    },
+    taskStore: new InMemoryTaskStore(),
   });
   const logs: unknown[] = [];
   let elicited = 0;
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n));
-  client.setRequestHandler(CreateMessageRequestSchema, () => ({
-    role: "assistant",
-    content: { type: "text", text: "probe-sampled" },
-    model: "probe",
-  }));
-  client.setRequestHandler(ElicitRequestSchema, () => {
+  // A request the server asks to run as a task: the task at once, its result stored after.
+  const answer = async (
+    task: unknown,
+    store: RequestTaskStore | undefined,
+    result: Record<string, unknown>,
+  ) => {
+    if (!task || !store) return result;
+    const created = await store.createTask({ ttl: 60_000 });
+    setTimeout(() => void store.storeTaskResult(created.taskId, "completed", result), 10);
+    return { task: created };
+  };
+  client.setRequestHandler(
+    CreateMessageRequestSchema,
+    (r, extra) =>
+      answer(r.params.task, extra.taskStore, {
+        role: "assistant",
+        content: { type: "text", text: "probe-sampled" },
+        model: "probe",
+      }) as never,
+  );
+  client.setRequestHandler(ElicitRequestSchema, (r, extra) => {
     elicited++;
-    return { action: "accept", content: { name: "Probe" } };
+    return answer(r.params.task, extra.taskStore, {
+      action: "accept",
+      content: { name: "Probe" },
+    }) as never;
   });
   client.setRequestHandler(ListRootsRequestSchema, () => ({
     roots: [{ uri: root, name: "root" }],
@@ -137,6 +164,15 @@ export async function probe(
     out["elicitation request"] = await check(async () => {
       const r = await call("trigger-elicitation-request");
       return elicited === 1 && text(r).includes("Probe");
+    });
+    // The server's own request as a task of its client (SEP-1686 the other way), polled by it.
+    out["elicitation request as a task"] = await check(async () => {
+      const r = text(await call("trigger-elicitation-request-async"));
+      return r.includes("[COMPLETED]") && r.includes("Name: Probe");
+    });
+    out["sampling request as a task"] = await check(async () => {
+      const r = text(await call("trigger-sampling-request-async", { prompt: "hi", maxTokens: 5 }));
+      return r.includes("probe-sampled") && r.includes("Task created");
     });
     out["roots/list"] = await check(async () =>
       text(await call("get-roots-list")).includes("file://")

@@ -5,3 +5,5 @@
 export * from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 // @ts-types="../../../../node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/stores/in-memory.d.ts"
 export * from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+// @ts-types="../../../../node_modules/@modelcontextprotocol/sdk/dist/esm/shared/protocol.d.ts"
+export type { RequestTaskStore } from "@modelcontextprotocol/sdk/shared/protocol.js";

@@ -11,11 +11,13 @@
 import { basename } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Client } from "../../sdk/client.ts";
+import type { RequestTaskStore } from "../../sdk/tasks.ts";
 import {
   CancelledNotificationSchema,
   type CreateMessageRequest,
   CreateMessageRequestSchema,
   type CreateMessageResult,
+  type CreateTaskResult,
   type ElicitRequest,
   ElicitRequestSchema,
   type ElicitResult,
@@ -28,6 +30,7 @@ import {
   type RequestId,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
+  type Result,
   ToolListChangedNotificationSchema,
 } from "../../sdk/types.ts";
 import { isPmlError } from "../../errors.ts";
@@ -88,18 +91,17 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
   answerSampling(client, server, () => first("sample"), cancels);
   client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
     const elicit = first("elicit");
-    if (!elicit) {
+    const { task, ...asked } = request.params;
+    const ask = async (signal: AbortSignal): Promise<ElicitResult> => {
       // Nobody to ask: no call of this server runs, or its client does not elicit.
-      return { action: "decline" };
-    }
+      if (!elicit) return { action: "decline" };
+      return await elicit({ ...asked, message: elicitationLabel(server) + asked.message }, signal);
+    };
+    if (task) return await asTask(extra, task, ask);
     const cancel = new AbortController();
     cancels.set(extra.requestId, cancel);
     try {
-      const params = {
-        ...request.params,
-        message: elicitationLabel(server) + request.params.message,
-      };
-      return await elicit(params, AbortSignal.any([extra.signal, cancel.signal]));
+      return await ask(AbortSignal.any([extra.signal, cancel.signal]));
     } finally {
       cancels.delete(extra.requestId);
     }
@@ -145,6 +147,44 @@ function withoutProgressToken(
   return Object.keys(meta).length ? { ...rest, _meta: meta } : rest;
 }
 
+/** What PML says it can run as a task when a server it fronts asks (SEP-1686, that way). */
+export const CLIENT_TASKS = {
+  list: {},
+  cancel: {},
+  requests: { elicitation: { create: {} }, sampling: { createMessage: {} } },
+};
+
+/** A task of a server's request kept at most this long (ms), 10 min when it names no time. */
+const MAX_TASK_TTL_MS = 60 * 60_000;
+const TASK_TTL_MS = 10 * 60_000;
+
+/**
+ * A request the server asked PML to run as a task: answered with the task (in the session's
+ * `taskStore`, whose `tasks/get` and `tasks/result` the SDK answers the server), `answer` run
+ * after it, relayed as a plain request, its outcome the task's result.
+ */
+async function asTask<R extends Result>(
+  extra: { taskStore?: RequestTaskStore },
+  task: { ttl?: number },
+  answer: (signal: AbortSignal) => Promise<R>,
+): Promise<CreateTaskResult> {
+  const store = extra.taskStore;
+  if (!store) throw new McpError(ErrorCode.InvalidRequest, "Tasks are not supported here");
+  const created = await store.createTask({
+    ttl: Math.min(task.ttl ?? TASK_TTL_MS, MAX_TASK_TTL_MS),
+  });
+  answer(AbortSignal.timeout(Math.min(task.ttl ?? TASK_TTL_MS, MAX_TASK_TTL_MS))).then(
+    (result) => store.storeTaskResult(created.taskId, "completed", result),
+    (err) =>
+      store.updateTaskStatus(
+        created.taskId,
+        "failed",
+        err instanceof Error ? err.message : String(err),
+      ),
+  ).catch(() => {/* cancelled or expired meanwhile */});
+  return { task: created };
+}
+
 /**
  * The server's `sampling/createMessage`: answered by the oldest call in flight that can (over stdio
  * a request carries no link to the call it belongs to; calls of one server share its permission
@@ -177,8 +217,10 @@ function answerSampling(
             method: "notifications/progress",
             params: { progressToken: token, ...p },
           }).catch(() => {});
+      const { task, ...asked } = withoutProgressToken(request.params);
+      if (task) return await asTask(extra, task, (signal) => sample(asked, signal));
       const signal = AbortSignal.any([extra.signal, cancel.signal]);
-      return await sample(withoutProgressToken(request.params), signal, onprogress);
+      return await sample(asked, signal, onprogress);
     } catch (err) {
       if (err instanceof McpError) throw err;
       // A PML refusal (denied, no key, …): the MCP gets it as its request's error.

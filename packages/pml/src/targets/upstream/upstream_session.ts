@@ -25,8 +25,10 @@ import type {
 import { GetPromptResultSchema, ReadResourceResultSchema } from "../../sdk/types.ts";
 import type { CallContext } from "../target.ts";
 import { TransportCalls } from "./transport_calls.ts";
+import { InMemoryTaskStore } from "../../sdk/tasks.ts";
 import {
   answerServer,
+  CLIENT_TASKS,
   type ProgressReport,
   type ServerElicit,
   type ServerLog,
@@ -100,6 +102,7 @@ export class UpstreamSession {
     transport: Transport,
     opts: { timeoutMs: number; hub?: UpstreamHub },
   ): Promise<UpstreamSession> {
+    const taskStore = new InMemoryTaskStore();
     const client = new Client(
       { name: "pml", version: "0.1.0" },
       {
@@ -107,8 +110,11 @@ export class UpstreamSession {
           sampling: { tools: {} },
           elicitation: { form: {}, url: {} },
           roots: {},
+          // The server's elicitation and sampling as tasks (server_requests.ts).
+          tasks: CLIENT_TASKS,
         },
         jsonSchemaValidator: lazySchemaValidator(),
+        taskStore,
       },
     );
     // Filled in once the session object exists (the handlers need its calls in flight).
@@ -118,6 +124,11 @@ export class UpstreamSession {
       calls: () => opened.session ? opened.session.#inFlightCalls : new Set(),
       toolsChanged: () => opened.session && opened.session.#toolsChanged(),
     });
+    const onclose = client.onclose;
+    client.onclose = () => {
+      taskStore.cleanup();
+      onclose?.();
+    };
     await client.connect(transport, { timeout: opts.timeoutMs });
     const session = opened.session = new UpstreamSession(server, client, transport);
     const hub = opts.hub;
