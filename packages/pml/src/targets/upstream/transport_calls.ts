@@ -123,7 +123,8 @@ export class TransportCalls {
     reject: Pending["reject"],
   ): void {
     const signal = opts.signal;
-    if (signal?.aborted) return reject(signal.reason);
+    // Aborted before it was sent: rejected as an abort in flight is, nothing sent.
+    if (signal?.aborted) return reject(stoppedError(signal.reason));
     const id = ++this.#lastId;
     const timeoutMs = opts.timeoutMs;
     const pending: Pending = { answer, reject, onprogress: opts.onprogress };

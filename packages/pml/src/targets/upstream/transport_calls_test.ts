@@ -107,3 +107,24 @@ Deno.test("TransportCalls.request: a server that never answers: cancelled on the
     clearInterval(alive);
   }
 });
+
+Deno.test("TransportCalls: a call whose signal is aborted before it is sent rejects as an abort in flight (an McpError) and sends nothing", async () => {
+  const { calls, seen } = await serverAnswering(() => ({ result: { content: [] } }));
+  const aborted = new AbortController();
+  aborted.abort("the agent cancelled");
+  const call = await assertRejects(
+    () =>
+      calls.call({ name: "echo", arguments: {} }, { timeoutMs: 10_000, signal: aborted.signal }),
+    McpError,
+  );
+  assert(String((call as McpError).message).includes("the agent cancelled"), String(call));
+  await assertRejects(
+    () =>
+      calls.request("resources/read", { uri: "demo://x" }, ReadResourceResultSchema, {
+        timeoutMs: 10_000,
+        signal: aborted.signal,
+      }),
+    McpError,
+  );
+  assertEquals(seen.length, 0);
+});
