@@ -194,12 +194,13 @@ export class UpstreamSession {
     this.#inFlightCalls.add(opts);
     try {
       const params = { name, arguments: args };
-      const asTask = await this.#taskSupport.asTask(
+      const decided = this.#taskSupport.asTask(
         this.capabilities,
         name,
         opts.task !== undefined,
         () => this.listTools(opts.timeoutMs),
       );
+      const asTask = typeof decided === "boolean" ? decided : await decided;
       const result = asTask
         ? await callAsTask(this.client, params, opts)
         : await this.#calls.call(params, opts);

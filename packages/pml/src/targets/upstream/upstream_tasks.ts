@@ -54,16 +54,21 @@ export class TaskSupport {
   /**
    * Whether the call of `name` goes to the server as a task: always when its tool requires one
    * (a client that runs it as a plain call gets the task's result), when the client asked for one
-   * and the tool allows it. `list` reads the server's tools when they are not known yet.
+   * and the tool allows it. `list` reads the server's tools when they are not known yet; only
+   * then is the answer a promise, so a plain call of a server without tasks is not put off a tick.
    */
-  async asTask(
+  asTask(
     capabilities: ServerCapabilities,
     name: string,
     clientAsked: boolean,
     list: () => Promise<unknown>,
-  ): Promise<boolean> {
+  ): boolean | Promise<boolean> {
     if (!capabilities.tasks?.requests?.tools?.call) return false;
-    if (!this.#known) await list();
+    if (this.#known) return this.#decide(name, clientAsked);
+    return list().then(() => this.#decide(name, clientAsked));
+  }
+
+  #decide(name: string, clientAsked: boolean): boolean {
     const support = this.#known?.get(name);
     return support === "required" || (support === "optional" && clientAsked);
   }
