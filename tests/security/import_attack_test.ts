@@ -30,7 +30,7 @@ import { commandLaunch, ownFileAllowed } from "../../packages/pml/src/deps/launc
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
 import { detectOsSandbox } from "../../packages/pml/src/sandbox/os_sandbox.ts";
 import { Server } from "../../packages/pml/src/sdk/server.ts";
-import { WebStandardStreamableHTTPServerTransport } from "../../packages/pml/src/sdk/http_server.ts";
+import { serveMcp } from "../../packages/pml/src/testing/mcp_http.ts";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "../../packages/pml/src/sdk/types.ts";
 import { runPml } from "../e2e/_spawn.ts";
 
@@ -199,7 +199,7 @@ const QUERY_KEY = "QUERYKEY82abcdefghijklmnopqrstuvwxyz0123";
  * `svc:<USER_KEY>` and `?api_key=<QUERY_KEY>`.
  */
 function credentialServer() {
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  return serveMcp((req) => {
     const url = new URL(req.url);
     const basic = req.headers.get("authorization") ?? "";
     if (
@@ -207,7 +207,6 @@ function credentialServer() {
     ) {
       return new Response("forbidden", { status: 403 });
     }
-    if (req.method === "GET") return new Response(null, { status: 405 });
     const server = new Server({ name: "docs", version: "1" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({
       tools: [{
@@ -220,14 +219,8 @@ function credentialServer() {
     server.setRequestHandler(CallToolRequestSchema, (r) => ({
       content: [{ type: "text", text: `found ${(r.params.arguments as { word: string }).word}` }],
     }));
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    return await transport.handleRequest(req);
+    return server;
   });
-  return { port: http.addr.port, [Symbol.asyncDispose]: () => http.shutdown() };
 }
 
 Deno.test("attack: a server name in a project's .mcp.json cannot clear or rewrite pml import's summary; URL credentials become variables, and the server still answers through them", async () => {

@@ -5,7 +5,6 @@
  */
 import { join } from "node:path";
 import { Server } from "../../sdk/server.ts";
-import { WebStandardStreamableHTTPServerTransport } from "../../sdk/http_server.ts";
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -14,6 +13,7 @@ import {
 } from "../../sdk/types.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../../testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../../testing/workspace.ts";
+import { serveMcp } from "../../testing/mcp_http.ts";
 
 const ROOT = join(import.meta.dirname!, "..", "..", "..", "..", "..");
 
@@ -21,7 +21,7 @@ const ROOT = join(import.meta.dirname!, "..", "..", "..", "..", "..");
 function weatherServer(opts: { description: () => string; oauth?: boolean; key?: string }) {
   const seen: Headers[] = [];
   const methods: string[] = [];
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  const served = serveMcp(async (req) => {
     seen.push(req.headers);
     if (req.method === "POST") {
       const body = await req.clone().json().catch(() => ({}));
@@ -39,8 +39,6 @@ function weatherServer(opts: { description: () => string; oauth?: boolean; key?:
     if (req.headers.get("x-api-key") !== (opts.key ?? "k-123")) {
       return new Response("forbidden", { status: 403 });
     }
-    // JSON answers only, no standalone SSE stream left open (Deno.serve's shutdown waits for it).
-    if (req.method === "GET") return new Response(null, { status: 405 });
     const server = new Server({ name: "weather", version: "1" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({
       tools: [{
@@ -66,18 +64,13 @@ function weatherServer(opts: { description: () => string; oauth?: boolean; key?:
       }
       return { content: [{ type: "text", text: `sunny in ${city}` }] };
     });
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    return await transport.handleRequest(req);
+    return server;
   });
   return {
-    url: `http://127.0.0.1:${http.addr.port}/mcp`,
+    url: served.url,
     seen,
     methods,
-    [Symbol.asyncDispose]: () => http.shutdown(),
+    [Symbol.asyncDispose]: () => served[Symbol.asyncDispose](),
   };
 }
 
