@@ -36,6 +36,7 @@ export const FEATURES = [
   "logging/setLevel",
   "tools/call as a task",
   "tasks/list, tasks/cancel",
+  "task of a tool that is no task: refused",
   "elicitation request as a task",
   "sampling request as a task",
 ] as const;
@@ -235,6 +236,18 @@ export async function probe(
       const cancelled = await client.experimental.tasks.cancelTask(task.taskId);
       return listed.some((t) => t.taskId === task.taskId) && cancelled.status === "cancelled" &&
         (await client.experimental.tasks.getTask(task.taskId)).status === "cancelled";
+    });
+    // A tool whose taskSupport is "forbidden": an error, and no task made.
+    out["task of a tool that is no task: refused"] = await check(async () => {
+      const before = (await client.experimental.tasks.listTasks()).tasks.length;
+      const refused = await client.request(
+        {
+          method: "tools/call",
+          params: { name: tool("echo"), arguments: { message: "t" }, task: {} },
+        },
+        CreateTaskResultSchema,
+      ).then(() => false, () => true);
+      return refused && (await client.experimental.tasks.listTasks()).tasks.length === before;
     });
   } finally {
     await client.close();

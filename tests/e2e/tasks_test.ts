@@ -3,7 +3,8 @@
  * (`execution.taskSupport: "required"`), over stdio (an `npx -y` entry) and Streamable HTTP (a
  * `url` entry), brought with `bin/pml import`, run as a task by the SDK client through a spawned
  * `pml stdio` and `pml serve`, and by the same client on the server direct: the task created, its
- * status polled, its result fetched, listed, and a second one cancelled (docs/surface.md, "Tasks").
+ * status polled, its result fetched, listed, a second one cancelled, and a task asked of `echo`
+ * (no task) refused (docs/surface.md, "Tasks").
  * Then PML's rules on a task: an `ask`ed tool asks before its task exists, a denied one is refused,
  * and a task id names a task of its own session only.
  */
@@ -92,9 +93,14 @@ interface Seen {
   listed: boolean;
   cancelled: string;
   cancelledResult: string;
+  /** A task asked of `echo` (`taskSupport: "forbidden"`): refused, or a task made. */
+  forbidden: "refused" | "a task";
 }
 
-async function runTasks(transport: Transport, tool: string): Promise<Seen> {
+/** The JSON-RPC code each path refused a task of `echo` with, by path. */
+const forbiddenCodes: Record<string, number | undefined> = {};
+
+async function runTasks(transport: Transport, tool: string, path: string): Promise<Seen> {
   const client = await connect(transport);
   try {
     const declared = client.getServerCapabilities()?.tasks?.requests?.tools?.call !== undefined;
@@ -131,6 +137,19 @@ async function runTasks(transport: Transport, tool: string): Promise<Seen> {
       () => "a result",
       (err: Error) => err.message.includes("no result") ? "none" : err.message,
     );
+    const before = (await client.experimental.tasks.listTasks()).tasks.length;
+    const echo = tool.replace(TOOL, "echo");
+    const forbidden = await client.request(
+      { method: "tools/call", params: { name: echo, arguments: { message: "hi" }, task: {} } },
+      CreateTaskResultSchema,
+    ).then(
+      () => "a task" as const,
+      (err: { code?: number }) => {
+        forbiddenCodes[path] = err.code;
+        return "refused" as const;
+      },
+    );
+    assertEquals((await client.experimental.tasks.listTasks()).tasks.length, before, path);
     return {
       declared,
       taskSupport: listed?.execution?.taskSupport,
@@ -141,6 +160,7 @@ async function runTasks(transport: Transport, tool: string): Promise<Seen> {
       listed: tasks.some((t) => t.taskId === created?.taskId && t.status === "completed"),
       cancelled: cancelled.status,
       cancelledResult,
+      forbidden,
     };
   } finally {
     await client.close();
@@ -155,7 +175,10 @@ Deno.test("e2e tasks: simulate-research-query as a task, server-everything broug
     });
     await using _ws = brought.ws;
     const seen: Record<string, Seen> = {};
-    seen["direct (stdio)"] = await runTasks(
+    const run = async (path: string, transport: Transport, tool: string) =>
+      seen[path] = await runTasks(transport, tool, path);
+    await run(
+      "direct (stdio)",
       new StdioClientTransport({
         command: "node",
         args: [EVERYTHING, "stdio"],
@@ -164,20 +187,15 @@ Deno.test("e2e tasks: simulate-research-query as a task, server-everything broug
       }),
       TOOL,
     );
-    seen["direct (HTTP)"] = await runTasks(
-      new StreamableHTTPClientTransport(new URL(http.url)),
-      TOOL,
-    );
-    seen["pml stdio → stdio"] = await runTasks(brought.pmlStdio(), `everything__${TOOL}`);
-    seen["pml stdio → HTTP"] = await runTasks(brought.pmlStdio(), `everything_http__${TOOL}`);
+    await run("direct (HTTP)", new StreamableHTTPClientTransport(new URL(http.url)), TOOL);
+    await run("pml stdio → stdio", brought.pmlStdio(), `everything__${TOOL}`);
+    await run("pml stdio → HTTP", brought.pmlStdio(), `everything_http__${TOOL}`);
     {
       await using serve = await spawnServe(brought.ws, brought.env);
       const url = new URL(serve.url);
-      seen["pml serve → stdio"] = await runTasks(
-        new StreamableHTTPClientTransport(url),
-        `everything__${TOOL}`,
-      );
-      seen["pml serve → HTTP"] = await runTasks(
+      await run("pml serve → stdio", new StreamableHTTPClientTransport(url), `everything__${TOOL}`);
+      await run(
+        "pml serve → HTTP",
         new StreamableHTTPClientTransport(url),
         `everything_http__${TOOL}`,
       );
@@ -193,8 +211,14 @@ Deno.test("e2e tasks: simulate-research-query as a task, server-everything broug
       listed: true,
       cancelled: "cancelled",
       cancelledResult: "none",
+      forbidden: "refused",
     });
     for (const [path, s] of Object.entries(seen)) assertEquals(s, direct, path);
+    // Direct, the SDK's McpServer fails its own check of the answer (-32602, "Invalid task
+    // creation result"); PML answers what MCP 2025-11-25 says a server should (-32601).
+    for (const path of Object.keys(seen).filter((p) => p.startsWith("pml"))) {
+      assertEquals(forbiddenCodes[path], -32601, path);
+    }
   } finally {
     await http.close();
   }

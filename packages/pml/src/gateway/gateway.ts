@@ -132,6 +132,8 @@ export class Gateway {
   #names = new Map<string, string>();
   /** Tools listed with an `outputSchema` (see `callTool`). */
   #typed = new Set<string>();
+  /** Tools whose definition says they run as a task (`execution.taskSupport`, see `callTool`). */
+  #tasked = new Set<string>();
   #listed = false;
   #afterFirstList?: ReturnType<typeof setTimeout>;
 
@@ -257,11 +259,16 @@ export class Gateway {
     const lists = await Promise.all(
       this.#deps.targets.map((t) => t.listTools(shown)),
     );
+    // A denied tool's definition still says whether it runs as a task: a task asked of it is
+    // refused by the permissions (a failed task), not as a tool that is no task.
+    const tasked = new Set<string>();
     for (const list of lists) {
       for (const info of list) {
-        if (seen.has(info.id) || this.#deps.permissions.check(info.id) === "deny") continue;
+        if (seen.has(info.id)) continue;
         seen.add(info.id);
-        infos.push(info);
+        const support = info.execution?.taskSupport;
+        if (support === "optional" || support === "required") tasked.add(info.id);
+        if (this.#deps.permissions.check(info.id) !== "deny") infos.push(info);
       }
     }
     const names = new Map<string, string>();
@@ -286,6 +293,7 @@ export class Gateway {
     }
     this.#names = names;
     this.#typed = typed;
+    this.#tasked = tasked;
     const first = !this.#listed;
     this.#listed = true;
     // A timer, not a microtask: the answer is written before the hook takes the thread.
@@ -319,6 +327,7 @@ export class Gateway {
     let result: CallToolResult;
     try {
       if (!toolId) throw unknownTool(name);
+      if (channel.task) await this.#mayRunAsTask(toolId, name);
       result = await this.runTool(toolId, args, channel, name);
     } catch (err) {
       // A tool the untrusted part of .pml.json would bring (a server, an allow entry) is unknown
@@ -332,6 +341,25 @@ export class Gateway {
     const own = status === "approval_required" || status === "waiting_for_human";
     if ((own || result.isError) && this.#typed.has(toolId!)) result = untyped(result);
     return notice && (result.isError || own) ? withNotice(result, notice) : result;
+  }
+
+  /**
+   * A task asked of a tool whose definition does not say it runs as one (`execution.taskSupport`
+   * absent or `forbidden`: PML's own tools, the std and cloud tools, most tools of the servers it
+   * fronts) is refused before anything runs or is asked, `TASK_UNSUPPORTED` (JSON-RPC `-32601`,
+   * as MCP 2025-11-25 says a server should answer); an unknown tool stays `UNKNOWN_TOOL`.
+   */
+  async #mayRunAsTask(toolId: string, name: string): Promise<void> {
+    if (!this.#listed) await this.listTools();
+    if (this.#tasked.has(toolId)) return;
+    if (!this.#meta.has(toolId) && !(this.#targetNow(toolId) ?? await this.#targetFor(toolId))) {
+      throw unknownTool(name, toolId);
+    }
+    throw new PmlError(
+      "TASK_UNSUPPORTED",
+      `"${name}" does not run as a task (its tools/list entry has no execution.taskSupport ` +
+        `"optional" or "required"): call it without "task"`,
+    );
   }
 
   /**

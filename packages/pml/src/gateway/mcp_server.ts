@@ -169,6 +169,9 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
         // client prefixes it again when it turns the JSON-RPC error into its own McpError.
         throw Object.assign(new Error(err.message), { code: ErrorCode.InvalidParams });
       }
+      if (isPmlError(err, "TASK_UNSUPPORTED")) {
+        throw Object.assign(new Error(err.message), { code: ErrorCode.MethodNotFound });
+      }
       if (err instanceof McpError) {
         // An McpError from further away (the cloud's client): its message already carries the
         // prefix the client will add; send the bare message with the same code.

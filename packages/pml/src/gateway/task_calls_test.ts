@@ -122,6 +122,7 @@ function taskServer() {
       })),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (r, extra) => {
+      if (r.params.name === "plain") return { content: [{ type: "text", text: "plain" }] };
       const task = await extra.taskStore!.createTask({ ttl: 60_000, pollInterval: 50 });
       if (r.params.name === "quick") {
         await extra.taskStore!.storeTaskResult(task.taskId, "completed", {
@@ -193,4 +194,31 @@ Deno.test("tasks: listed and pinned with execution; a task cancelled through PML
     CallToolResultSchema,
   );
   assertEquals(plain.content, [{ type: "text", text: "done" }]);
+});
+
+Deno.test("tasks: a task asked of a tool that does not run as one (its taskSupport forbidden, or PML's own tool) is -32601 before anything runs and makes no task; an unknown tool stays -32602", async () => {
+  await using jobs = taskServer();
+  await using ws = workspace("jobs", jobs.url);
+  await using g = await connect(ws);
+  const asTask = (name: string) =>
+    g.client.request(
+      { method: "tools/call", params: { name, arguments: {}, task: { ttl: 30_000 } } },
+      CreateTaskResultSchema,
+    );
+  const code = (err: unknown) => (err as { code?: number }).code;
+  for (const name of ["jobs__plain", "pml__continue"]) {
+    const err = await asTask(name).then(() => undefined, (e) => e);
+    assertEquals(code(err), -32601, `${name}: ${err}`);
+    assertStringIncludes(String(err), `"${name}" does not run as a task`);
+  }
+  assertEquals(code(await asTask("jobs__nothing").then(() => undefined, (e) => e)), -32602);
+  assertEquals((await g.client.experimental.tasks.listTasks()).tasks, [], "no task of PML's");
+  assertEquals(jobs.store.getAllTasks(), [], "nothing ran on the server");
+  // The tool that runs as one still does, and the plain tool as a call.
+  assert((await asTask("jobs__quick")).task.taskId);
+  const plain = await g.client.request(
+    { method: "tools/call", params: { name: "jobs__plain", arguments: {} } },
+    CallToolResultSchema,
+  );
+  assertEquals(plain.content, [{ type: "text", text: "plain" }]);
 });
