@@ -16,6 +16,7 @@ import {
 import { enterPage, postDecision } from "../../packages/pml/src/testing/raw_http.ts";
 import { waitForLine } from "../../packages/pml/src/testing/wait_for_line.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
+import { REPO_MODULES } from "../../packages/pml/src/testing/node_modules.ts";
 import { spawnServe } from "./_serve.ts";
 import { askWrite, continueWith } from "./_approvals.ts";
 import { connectStdio, PML_BIN, pmlEnv, runPml } from "./_spawn.ts";
@@ -151,10 +152,16 @@ Deno.test("e2e approvals: a one-shot pml stdio asks the first run of a server no
     "..",
     "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
   );
-  // A hand-written entry: nothing set it up, its run is asked inside the first call.
+  // A hand-written entry: nothing set it up, its run is asked inside the first call. The
+  // repository's node_modules is granted by hand: a clone under a home is another user's home to
+  // the sandbox, whose HOME is the test's own, so its files are no command's own files there.
   await using ws = tempWorkspace({
     private_mcps: {
-      everything: { type: "stdio", install: { command: "node", args: [everything, "stdio"] } },
+      everything: {
+        type: "stdio",
+        install: { command: "node", args: [everything, "stdio"] },
+        permissions: { read: [REPO_MODULES] },
+      },
     },
   });
   const tool = "everything__toggle-simulated-logging";

@@ -24,22 +24,22 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
+import { copyPackageWithDependencies } from "../../packages/pml/src/testing/node_modules.ts";
 import { connectStdio, runPml } from "../e2e/_spawn.ts";
 import { Server } from "../../packages/pml/src/sdk/server.ts";
 import { WebStandardStreamableHTTPServerTransport } from "../../packages/pml/src/sdk/http_server.ts";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "../../packages/pml/src/sdk/types.ts";
 
-const ROOT = join(import.meta.dirname!, "..", "..");
-
 /**
  * The real server-filesystem as a user's raw command runs it: `node server.mjs DIR` from a package
- * folder of its own under the system's temporary folder, whose `node_modules` links to the
- * repository's (the sandbox grants a raw command its own folder and where that link leads).
+ * folder of its own under the system's temporary folder, with the package and its dependencies
+ * copied into its `node_modules` (the sandbox grants a raw command its own folder; a link to the
+ * repository's would lead into another user's home when the repository is cloned under a home).
  */
 function filesystemServer(): AsyncDisposable & { script: string } {
   const dir = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-fs-server-" }));
   Deno.writeTextFileSync(join(dir, "package.json"), '{ "name": "fs-server", "type": "module" }\n');
-  Deno.symlinkSync(Deno.realPathSync(join(ROOT, "node_modules")), join(dir, "node_modules"));
+  copyPackageWithDependencies("@modelcontextprotocol/server-filesystem", join(dir, "node_modules"));
   Deno.writeTextFileSync(
     join(dir, "server.mjs"),
     'import "@modelcontextprotocol/server-filesystem/dist/index.js";\n',
