@@ -108,8 +108,16 @@ export interface UpstreamPaths {
   readonly open: string;
 }
 
-/** The registry folder: the repository's std modules and routing, plus `upstream` and `open`. */
-export function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamPaths): void {
+/**
+ * The registry folder: the repository's std modules and routing, plus `upstream` and `open`, each
+ * listing `echo` and the server-everything tools named in `tools`.
+ */
+export function writeRegistry(
+  dir: string,
+  upstreamUrl: string,
+  paths: UpstreamPaths,
+  tools: readonly string[] = [],
+): void {
   Deno.mkdirSync(join(dir, "std"), { recursive: true });
   Deno.mkdirSync(join(dir, "mcp"), { recursive: true });
   Deno.copyFileSync(join(ROOT, "registry/routing.json"), join(dir, "routing.json"));
@@ -125,6 +133,12 @@ export function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamP
       required: ["message"],
     },
   });
+  const others = (ns: string) =>
+    tools.map((name) => ({
+      name: `${ns}:${name}`,
+      description: `server-everything's ${name}`,
+      inputSchema: { type: "object", properties: {} },
+    }));
   Deno.writeTextFileSync(
     join(dir, "mcp/upstream.json"),
     JSON.stringify({
@@ -133,7 +147,7 @@ export function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamP
       proxyTo: `${upstreamUrl}${paths.upstream}`,
       envRequired: ["UPSTREAM_TOKEN"],
       byok: { env: "UPSTREAM_TOKEN", header: "Authorization", format: "Bearer {key}" },
-      tools: [echo("upstream")],
+      tools: [echo("upstream"), ...others("upstream")],
     }),
   );
   Deno.writeTextFileSync(
@@ -143,7 +157,7 @@ export function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamP
       description: "everything, no key",
       proxyTo: `${upstreamUrl}${paths.open}`,
       envRequired: [],
-      tools: [echo("open")],
+      tools: [echo("open"), ...others("open")],
     }),
   );
 }
@@ -156,10 +170,14 @@ export function writeRegistry(dir: string, upstreamUrl: string, paths: UpstreamP
 export async function startCloud(
   upstreamUrl: string,
   paths: UpstreamPaths = { upstream: "/u/mcp", open: "/o/mcp" },
-  options: { readonly record?: boolean } = {},
+  options: {
+    readonly record?: boolean;
+    /** server-everything tools the entries list besides `echo`. */
+    readonly tools?: readonly string[];
+  } = {},
 ) {
   const dir = Deno.makeTempDirSync({ prefix: "pml-cloud-" });
-  writeRegistry(dir, upstreamUrl, paths);
+  writeRegistry(dir, upstreamUrl, paths, options.tools);
   const store = new SqliteStore(":memory:");
   await store.migrate();
   const routing = await loadRoutingTable(join(dir, "routing.json"));

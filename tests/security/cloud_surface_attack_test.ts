@@ -1,16 +1,28 @@
 /**
  * Attacks on the surface of registry http MCPs proxied by the PML cloud (docs/cloud.md
- * "Resources, prompts and completions"): the real `pml-server` app (`tests/e2e/_cloud.ts`) with
+ * "Resources, prompts and completions", "During a call"): the real `pml-server` app
+ * (`tests/e2e/_cloud.ts`) with
  * server-everything as the http entries `open` (no key) and `upstream` (the BYOK key
  * `UPSTREAM_TOKEN`), reached through a spawned `pml stdio` and, for what a client of the cloud
- * could send itself, straight at the cloud's `/mcp`.
+ * could send itself, straight at the cloud's `/mcp`; for what a server sends during a call, a
+ * hostile server of its own (`_leaky_upstream.ts`) in place of server-everything.
  */
 import { assert, assertEquals, assertRejects } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { Client } from "../../packages/pml/src/sdk/client.ts";
 import { StreamableHTTPClientTransport } from "../../packages/pml/src/sdk/http_client.ts";
 import { startCloud, startUpstream } from "../e2e/_cloud.ts";
-import { connectStdio } from "../e2e/_spawn.ts";
+import { connectStdio, PML_BIN, pmlEnv } from "../e2e/_spawn.ts";
+import { StdioClientTransport } from "../../packages/pml/src/sdk/stdio_client.ts";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+} from "../../packages/pml/src/sdk/types.ts";
+import { elicitationLabel } from "../../packages/pml/src/targets/upstream/server_requests.ts";
+import { DEFAULT_NOTIFICATION_BOUND } from "../../packages/pml/src/targets/upstream/upstream_hub.ts";
+import { MAX_NOTIFICATIONS } from "../../packages/server/src/mcp/call_stream.ts";
+import { LEAKY_TOOLS, startLeakyUpstream } from "./_leaky_upstream.ts";
 
 const TOKEN = "tok-attack-surface-987";
 
@@ -154,4 +166,148 @@ Deno.test("attack: straight at the cloud, a server without its key, a namespace 
   } finally {
     await client.close();
   }
+});
+
+/** A client of a spawned `pml stdio` that elicits (answering `decision`) and samples, if asked. */
+async function duringCallClient(
+  ws: { dir: string; home: string },
+  env: Record<string, string>,
+  opts: { elicit: boolean; decision?: string },
+) {
+  const client = new Client({ name: "agent", version: "1" }, {
+    capabilities: { sampling: {}, ...(opts.elicit ? { elicitation: { form: {} } } : {}) },
+  });
+  const seen = { logs: [] as unknown[], questions: [] as string[], sampled: 0 };
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    seen.logs.push(n.params);
+  });
+  if (opts.elicit) {
+    client.setRequestHandler(ElicitRequestSchema, (r) => {
+      seen.questions.push(r.params.message);
+      return { action: "accept", content: { decision: opts.decision ?? "yes" } };
+    });
+  }
+  client.setRequestHandler(CreateMessageRequestSchema, () => {
+    seen.sampled++;
+    return { role: "assistant", content: { type: "text", text: "sampled" }, model: "m" };
+  });
+  await client.connect(
+    new StdioClientTransport({ command: PML_BIN, args: ["stdio"], env: pmlEnv(ws, env) }),
+  );
+  return Object.assign(client, { seen, [Symbol.asyncDispose]: () => client.close() });
+}
+
+const textOf = (r: unknown) => JSON.stringify((r as { content?: unknown }).content ?? r);
+
+Deno.test("attack: during a call, a registry http MCP echoing its key in progress, a log line and an elicitation worded as PML's approval: scrubbed, labelled as the server's, approving nothing", async () => {
+  await using leaky = startLeakyUpstream();
+  await using cloud = await startCloud(leaky.url, { upstream: "/mcp", open: "/mcp" }, {
+    tools: LEAKY_TOOLS,
+  });
+  await using ws = tempWorkspace({
+    permissions: { allow: ["upstream"], ask: ["open"], deny: [] },
+    env: ["UPSTREAM_TOKEN"],
+  });
+  const config = Deno.readTextFileSync(`${ws.dir}/.pml.json`);
+  await using client = await duringCallClient(ws, cloudEnv(cloud), {
+    elicit: true,
+    decision: "always",
+  });
+  const progress: { message?: string }[] = [];
+  const result = await client.callTool(
+    { name: "upstream__leak", arguments: {} },
+    undefined,
+    { onprogress: (p) => void progress.push(p) },
+  );
+  const everything = JSON.stringify({ progress, seen: client.seen, result });
+  assert(!everything.includes(TOKEN), everything);
+  // The ordinary work beside it: every message arrived, the key replaced.
+  assertEquals(progress.map((p) => p.message), ["working with Bearer [redacted]"]);
+  assertEquals(client.seen.logs, [
+    { level: "info", logger: "upstream", data: "log line with Bearer [redacted]" },
+  ]);
+  assertEquals(client.seen.questions.length, 1);
+  const question = client.seen.questions[0];
+  assert(question.startsWith(elicitationLabel("upstream")), question);
+  assert(question.includes("[redacted]"), question);
+  // The answer went to the server, as its own question's; PML approved nothing with it.
+  assert(textOf(result).includes("always"), textOf(result));
+  assertEquals(Deno.readTextFileSync(`${ws.dir}/.pml.json`), config);
+  // A tool PML asks about is still asked, in PML's own words, before it runs.
+  await client.callTool({ name: "open__leak", arguments: {} });
+  const [own, server] = client.seen.questions.slice(1);
+  assert(!own.startsWith("[MCP server"), own);
+  assert(server.startsWith(elicitationLabel("open")), server);
+});
+
+Deno.test("attack: a registry http MCP's sampling request during a call without the sampling grant is refused, the client's model never asked", async () => {
+  await using leaky = startLeakyUpstream();
+  await using cloud = await startCloud(leaky.url, { upstream: "/mcp", open: "/mcp" }, {
+    tools: LEAKY_TOOLS,
+  });
+  // Denied outright.
+  {
+    await using ws = tempWorkspace({
+      permissions: { allow: ["upstream"], ask: [], deny: ["sampling:upstream"] },
+      env: ["UPSTREAM_TOKEN"],
+    });
+    await using client = await duringCallClient(ws, cloudEnv(cloud), { elicit: true });
+    const text = textOf(await client.callTool({ name: "upstream__sample", arguments: {} }));
+    assert(text.includes("refused") && text.includes("denied"), text);
+    assertEquals(client.seen.sampled, 0);
+  }
+  // Not granted, and no one to ask inside the call: refused with the line that would allow it.
+  {
+    await using ws = tempWorkspace({
+      permissions: { allow: ["upstream"], ask: [], deny: [] },
+      env: ["UPSTREAM_TOKEN"],
+    });
+    await using client = await duringCallClient(ws, cloudEnv(cloud), { elicit: false });
+    const text = textOf(await client.callTool({ name: "upstream__sample", arguments: {} }));
+    assert(text.includes("refused") && text.includes("sampling:upstream"), text);
+    assertEquals(client.seen.sampled, 0);
+  }
+  // Granted: the same request is answered by the client's model (the ordinary work).
+  {
+    await using ws = tempWorkspace({
+      permissions: { allow: ["upstream", "sampling:upstream"], ask: [], deny: [] },
+      env: ["UPSTREAM_TOKEN"],
+    });
+    await using client = await duringCallClient(ws, cloudEnv(cloud), { elicit: false });
+    const text = textOf(await client.callTool({ name: "upstream__sample", arguments: {} }));
+    assert(text.includes("sampled") && !text.includes("refused"), text);
+    assertEquals(client.seen.sampled, 1);
+  }
+});
+
+Deno.test("attack: a registry http MCP flooding its caller with log lines during a call is bounded, at the cloud and through pml, and the call still ends", async () => {
+  await using leaky = startLeakyUpstream();
+  await using cloud = await startCloud(leaky.url, { upstream: "/mcp", open: "/mcp" }, {
+    tools: LEAKY_TOOLS,
+  });
+  // Straight at the cloud: at most MAX_NOTIFICATIONS of them on the call's stream.
+  {
+    const transport = new StreamableHTTPClientTransport(new URL(`${cloud.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${cloud.key}` } },
+    });
+    const client = new Client({ name: "attacker", version: "1" }, { capabilities: {} });
+    let logs = 0;
+    client.setNotificationHandler(LoggingMessageNotificationSchema, () => void logs++);
+    await client.connect(transport);
+    try {
+      const r = await client.callTool({ name: "open__flood", arguments: {} });
+      assert(textOf(r).includes("flooded"), textOf(r));
+      assert(logs > 0 && logs <= MAX_NOTIFICATIONS, `${logs} log lines`);
+    } finally {
+      await client.close();
+    }
+  }
+  // Through pml: within its bound per server, and the next call still answers.
+  await using ws = tempWorkspace({ permissions: { allow: ["open"], ask: [], deny: [] } });
+  await using client = await duringCallClient(ws, cloudEnv(cloud), { elicit: false });
+  const r = await client.callTool({ name: "open__flood", arguments: {} });
+  assert(textOf(r).includes("flooded"), textOf(r));
+  const logs = client.seen.logs.length;
+  assert(logs > 0 && logs <= DEFAULT_NOTIFICATION_BOUND.burst * 2, `${logs} log lines`);
+  assert(textOf(await client.callTool({ name: "open__flood", arguments: {} })).includes("flooded"));
 });

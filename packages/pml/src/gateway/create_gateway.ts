@@ -142,10 +142,15 @@ export function createGateway(config: Config, opts: GatewayOptions = {}): Gatewa
     pins,
     now: opts.now,
   });
-  const cloud = createCloud(config, { routingTable: opts.routingTable, ...opts.cloud }, httpPins);
-  const routing = cloud.routing;
   // The notifications of fronted servers outside a call, and the workspace as their root.
   const hub = new UpstreamHub({ workspace: config.workspace });
+  const cloud = createCloud(
+    config,
+    { routingTable: opts.routingTable, ...opts.cloud },
+    httpPins,
+    hub,
+  );
+  const routing = cloud.routing;
   const std = new StdTarget({ config, pool, audit, routing, detectOs: opts.detectOs });
   const stdio = createStdioTarget(
     config,

@@ -69,3 +69,17 @@ function invalid(reason: string): HttpError {
 export function redact(text: string, keys: ByokKeys): string {
   return redactSecrets(text, keys.values());
 }
+
+/** `value` with every string scrubbed of the caller's keys (nothing copied without keys). */
+export function scrubbed<T>(value: T, keys: ByokKeys): T {
+  if (keys.size === 0) return value;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") return redact(v, keys);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === "object") {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [redact(k, keys), walk(x)]));
+    }
+    return v;
+  };
+  return walk(value) as T;
+}

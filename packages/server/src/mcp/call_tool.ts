@@ -11,7 +11,7 @@
  */
 import type { ByokKeys } from "./byok.ts";
 import { redact } from "./byok.ts";
-import { type ProxyDeps, proxyToolCall } from "./http_proxy.ts";
+import { type ProxyCaller, type ProxyDeps, proxyToolCall } from "./http_proxy.ts";
 import { errorResult, valueResult } from "./results.ts";
 import { parseSearchArgs, SEARCH_TOOL, searchTools } from "./search.ts";
 import type { CallToolResult } from "./sdk/types.ts";
@@ -24,6 +24,8 @@ const MAX_DEPTH = 8;
 export interface CallContext extends ProxyDeps {
   readonly snapshot: CatalogSnapshot;
   readonly keys: ByokKeys;
+  /** The caller of a call from the endpoint (absent for nested calls: nothing streams). */
+  readonly caller?: ProxyCaller;
 }
 
 /** True for tools this server runs itself (listed by `tools/list`). */
@@ -54,7 +56,11 @@ export async function callTool(
       `Unknown tool "${name.slice(0, 200)}": use pml:search to find tool ids`,
     );
   }
-  if (tool.kind === "http") return await proxyToolCall(tool, args, context.keys, context);
+  if (tool.kind === "http") {
+    // A nested call (from a std module) has no stream of its own; its session is still the caller's.
+    const caller = depth === 0 ? context.caller : { owner: context.caller?.owner };
+    return await proxyToolCall(tool, args, context.keys, context, caller);
+  }
   if (!isServerTool(tool)) {
     return errorResult(
       "CLIENT_TOOLS_REQUIRE_PACKAGE",

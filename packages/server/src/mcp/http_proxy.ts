@@ -30,6 +30,7 @@ import {
 } from "../../../pml/src/targets/call_errors.ts";
 import type { CatalogTool } from "./tool_catalog.ts";
 import type { UpstreamSessions } from "./upstream_sessions.ts";
+import type { CallStream } from "./call_stream.ts";
 
 /** What the proxy needs from the server. */
 export interface ProxyDeps {
@@ -37,6 +38,15 @@ export interface ProxyDeps {
   readonly sessions: UpstreamSessions;
   /** Where failures are reported (already redacted). */
   readonly log: (line: string) => void;
+}
+
+/** The caller of one proxied call: whose it is, its cancellation, its stream. */
+export interface ProxyCaller {
+  /** The caller's API key id (its upstream sessions are its own). */
+  readonly owner?: string;
+  readonly signal?: AbortSignal;
+  /** What the server sends about the call goes there (`call_stream.ts`). */
+  readonly stream?: CallStream;
 }
 
 /**
@@ -51,6 +61,7 @@ export async function proxyToolCall(
   args: Record<string, unknown>,
   keys: ByokKeys,
   deps: ProxyDeps,
+  caller: ProxyCaller = {},
 ): Promise<CallToolResult> {
   const http = tool.http!;
   const missing = tool.envRequired.filter((name) => !keys.has(name));
@@ -65,6 +76,9 @@ export async function proxyToolCall(
       headers,
       name: http.upstreamName,
       args,
+      owner: caller.owner,
+      signal: caller.signal,
+      stream: caller.stream,
     });
   } catch (error) {
     const origin = new URL(http.proxyTo).origin;

@@ -14,6 +14,11 @@
  * resources, prompts and completions (`surface_relay.ts`); its tools are listed here with
  * `_meta["pml/kind"]: "http"`, which tells the pml package which namespaces to ask.
  *
+ * A `tools/call` of an http tool is answered on an SSE stream when its server sends something
+ * about it before the result (progress, log lines, its own requests: `call_stream.ts`); the
+ * caller's answers to those requests and its `notifications/cancelled` of a call in flight come
+ * as POSTs of their own, matched by API key ({@link callerMessage}).
+ *
  * The app has already checked the API key before calling this handler.
  *
  * @module
@@ -43,6 +48,7 @@ import { type CatalogSnapshot, ToolCatalog } from "./tool_catalog.ts";
 import { RequestTransport } from "./request_transport.ts";
 import { UpstreamSessions } from "./upstream_sessions.ts";
 import { relaySurface, SERVER_HEADER } from "./surface_relay.ts";
+import { CallStream, ServerRequests } from "./call_stream.ts";
 
 /** Dependencies of {@link createMcpHandler}; only `store` is required. */
 export interface McpHandlerDeps {
@@ -117,10 +123,13 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
       tools: listedTools(contextOf(extra.requestId).snapshot, execute),
     }));
     server.setRequestHandler(CallToolRequestSchema, (call, extra) => {
-      const { snapshot, keys, packageClient } = contextOf(extra.requestId);
-      const callContext = { snapshot, keys, sessions, log };
+      const { snapshot, keys, packageClient, owner, stream, signal } = contextOf(extra.requestId);
       const { name, arguments: args = {} } = call.params;
-      if (name !== execute.id && name !== execute.name) return callTool(name, args, callContext);
+      if (name !== execute.id && name !== execute.name) {
+        const caller = { owner, stream, signal };
+        return callTool(name, args, { snapshot, keys, sessions, log, caller });
+      }
+      const callContext = { snapshot, keys, sessions, log, caller: { owner } };
       return executor.execute(args, {
         snapshot,
         packageClient,
@@ -135,16 +144,25 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   serveTools(shared, (requestId) => transport.context(requestId)!);
   const connected = shared.connect(transport);
 
+  // The servers' requests waiting for a caller's answer, and the proxied calls in flight (by
+  // caller and request id) that a `notifications/cancelled` of theirs stops.
+  const requests = new ServerRequests();
+  const inFlight = new Map<string, AbortController>();
+
   const handler = async (request: Request, context: McpRequestContext): Promise<Response> => {
     if (request.method !== "POST") return methodNotAllowed();
     const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
     const parsedBody = context.parsedBody ??
       await readJson(request, maxBodyBytes, deps.bodyTimeoutMs);
     if (parsedBody instanceof Response) return parsedBody;
+    const owner = context.apiKey.id;
+    const toCaller = callerMessage(parsedBody, owner, requests, inFlight);
+    if (toCaller) return toCaller;
     const requestContext: RequestContext = {
       snapshot: await catalog.snapshot(),
       keys,
       packageClient: request.headers.get(CLIENT_HEADER)?.trim().toLowerCase() === "package",
+      owner,
     };
     const namespace = request.headers.get(SERVER_HEADER);
     if (namespace !== null) {
@@ -154,6 +172,29 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
     const plain = plainRequest(request, parsedBody);
     if (plain) {
       await connected;
+      const params = plain.params as { name?: unknown; _meta?: { progressToken?: unknown } };
+      const proxied = plain.method === "tools/call" && typeof params?.name === "string" &&
+        requestContext.snapshot.byName.get(params.name)?.kind === "http";
+      if (proxied) {
+        // What the server sends before its answer streams to the caller (call_stream.ts).
+        const token = params._meta?.progressToken;
+        const stream = new CallStream({
+          keys,
+          owner,
+          requests,
+          progressToken: typeof token === "string" || typeof token === "number" ? token : undefined,
+        });
+        const stop = new AbortController();
+        const id = `${owner}\n${JSON.stringify(plain.id)}`;
+        inFlight.set(id, stop);
+        const answering = transport.request(plain, {
+          ...requestContext,
+          stream,
+          signal: stop.signal,
+        })
+          .finally(() => inFlight.get(id) === stop && inFlight.delete(id));
+        return await stream.respond(answering);
+      }
       const answer = await transport.request(plain, requestContext);
       return new Response(JSON.stringify(answer), {
         status: 200,
@@ -192,6 +233,42 @@ interface RequestContext {
   readonly keys: ByokKeys;
   /** The caller is the pml package (`X-PML-Client: package`). */
   readonly packageClient: boolean;
+  /** The caller's API key id. */
+  readonly owner: string;
+  /** A proxied call's stream and cancellation (`call_stream.ts`). */
+  readonly stream?: CallStream;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * A POST that is the caller's part of a proxied call, answered here: a JSON-RPC response (its
+ * answer to a server's request, given to that server, 202; 404 when no request of this caller
+ * waits under its id) or its `notifications/cancelled` of a call in flight (stopped, 202).
+ * `undefined` for anything else.
+ */
+function callerMessage(
+  body: unknown,
+  owner: string,
+  requests: ServerRequests,
+  inFlight: Map<string, AbortController>,
+): Response | undefined {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined;
+  const m = body as Record<string, unknown>;
+  if (m.jsonrpc !== "2.0") return undefined;
+  if (!("method" in m) && "id" in m && ("result" in m || "error" in m)) {
+    if (requests.answer(owner, m)) return new Response(null, { status: 202 });
+    return jsonRpcError(
+      404,
+      -32600,
+      "No request of a server waits for this answer (answered already, ended, or unknown)",
+    );
+  }
+  if (m.method !== "notifications/cancelled") return undefined;
+  const params = m.params as { requestId?: unknown; reason?: unknown } | undefined;
+  const stop = inFlight.get(`${owner}\n${JSON.stringify(params?.requestId)}`);
+  if (!stop) return undefined;
+  stop.abort(typeof params?.reason === "string" ? params.reason : "cancelled by the client");
+  return new Response(null, { status: 202 });
 }
 
 /** Methods answered by the shared Server when they come alone in a request. */

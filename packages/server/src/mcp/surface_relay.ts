@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { redact } from "./byok.ts";
+import { redact, scrubbed } from "./byok.ts";
 import type { ByokKeys } from "./byok.ts";
 import { WebStandardStreamableHTTPServerTransport } from "./sdk/http_server.ts";
 import { Server } from "./sdk/server.ts";
@@ -59,6 +59,8 @@ export interface RelayRequest {
   readonly namespace: string;
   readonly snapshot: CatalogSnapshot;
   readonly keys: ByokKeys;
+  /** The caller's API key id: the upstream session is its own. */
+  readonly owner: string;
 }
 
 /**
@@ -85,7 +87,7 @@ export async function relaySurface(req: RelayRequest, deps: RelayDeps): Promise<
         `pml sends it (X-PML-BYOK) when .pml.json "env" lists it and it is set`,
     );
   }
-  const target = upstreamOf(entry, keys);
+  const target = upstreamOf(entry, keys, req.owner);
   const origin = new URL(entry.http!.proxyTo).origin;
   const failed = (error: unknown): Error => {
     const why = error instanceof McpError ? bareMessage(error) : (error as Error).message;
@@ -170,27 +172,13 @@ export async function relaySurface(req: RelayRequest, deps: RelayDeps): Promise<
 }
 
 /** The upstream of `entry` with this caller's key placed as the entry says. */
-function upstreamOf(entry: CatalogTool, keys: ByokKeys): UpstreamTarget {
+function upstreamOf(entry: CatalogTool, keys: ByokKeys, owner: string): UpstreamTarget {
   const http = entry.http!;
   const headers: Record<string, string> = {};
   if (http.byok) {
     headers[http.byok.header] = http.byok.format.replaceAll("{key}", keys.get(http.byok.env)!);
   }
-  return { url: http.proxyTo, headers };
-}
-
-/** `value` with every string scrubbed of the caller's keys (nothing copied without keys). */
-export function scrubbed<T>(value: T, keys: ByokKeys): T {
-  if (keys.size === 0) return value;
-  const walk = (v: unknown): unknown => {
-    if (typeof v === "string") return redact(v, keys);
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === "object") {
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [redact(k, keys), walk(x)]));
-    }
-    return v;
-  };
-  return walk(value) as T;
+  return { url: http.proxyTo, headers, owner };
 }
 
 function refusal(status: number, message: string): Response {

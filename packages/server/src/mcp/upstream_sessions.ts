@@ -23,7 +23,12 @@
  *
  * @module
  */
-import { type PostSession, postToolCall } from "../../../pml/src/targets/cloud/call_post.ts";
+import {
+  type PostSession,
+  postToolCall,
+  type StreamMessage,
+} from "../../../pml/src/targets/cloud/call_post.ts";
+import type { CallStream, UpstreamReply } from "./call_stream.ts";
 import { checkToolResult } from "../../../pml/src/sdk/tool_result.ts";
 import { sha256Hex } from "../registry/hash.ts";
 import { Client } from "./sdk/client.ts";
@@ -47,12 +52,21 @@ export interface UpstreamTarget {
   readonly url: string;
   /** Every header the upstream must see (the BYOK header among them). */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Whose session it is (the caller's API key id): what the server sends on it outside a request
+   * (a log line, a list change, a resource update) reaches that caller alone.
+   */
+  readonly owner?: string;
 }
 
 /** One upstream tool call: where, with which headers, what. */
 export interface UpstreamCall extends UpstreamTarget {
   readonly name: string;
   readonly args: Record<string, unknown>;
+  /** The caller's cancellation of the call (sent upstream as `notifications/cancelled`). */
+  readonly signal?: AbortSignal;
+  /** Where what the server sends about the call goes (absent: its requests are refused). */
+  readonly stream?: CallStream;
 }
 
 /** A session once `initialize` is done: its SDK client, and what a call posts on it. */
@@ -105,8 +119,22 @@ export class UpstreamSessions {
     return this.use(call, async ({ client, post }) => {
       const timeoutMs = this.#options.timeoutMs;
       const params = { name: call.name, arguments: call.args };
-      return await postToolCall(post, params, { timeoutMs, resultSchema: UPSTREAM_RESULT }) ??
-        await client.callTool(params, undefined, { timeout: timeoutMs }) as CallToolResult;
+      const stream = call.stream;
+      const upstream = client.transport!;
+      const onmessage = stream
+        ? (message: StreamMessage) => stream.fromUpstream(message, upstream)
+        : (message: StreamMessage) => refuseRequest(message, upstream);
+      return await postToolCall(post, params, {
+        timeoutMs,
+        resultSchema: UPSTREAM_RESULT,
+        signal: call.signal,
+        onprogress: stream?.progressToken !== undefined ? (p) => stream.progress(p) : undefined,
+        onmessage,
+      }) ??
+        await client.callTool(params, undefined, {
+          timeout: timeoutMs,
+          ...(call.signal ? { signal: call.signal } : {}),
+        }) as CallToolResult;
     });
   }
 
@@ -159,7 +187,10 @@ export class UpstreamSessions {
       requestInit: { headers },
       ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
     });
-    const client = new Client({ name: "pml-server", version: "0.1.0" }, { capabilities: {} });
+    // The server may ask its client during a call: the caller answers (call_stream.ts).
+    const client = new Client({ name: "pml-server", version: "0.1.0" }, {
+      capabilities: { sampling: {}, elicitation: { form: {} } },
+    });
     const connected = client.connect(transport, { timeout: this.#options.timeoutMs })
       .then(() => ({
         client,
@@ -235,7 +266,20 @@ function sessionId(call: UpstreamTarget): string {
   const headers = Object.entries(call.headers)
     .map(([name, value]) => [name.toLowerCase(), value])
     .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-  return sha256Hex(JSON.stringify([call.url, headers]));
+  return sha256Hex(JSON.stringify([call.url, headers, call.owner ?? null]));
+}
+
+/** A request of the server on a call nobody can answer (no stream): refused at once. */
+function refuseRequest(message: StreamMessage, upstream: UpstreamReply): void {
+  if (typeof message.method !== "string" || !("id" in message)) return;
+  void upstream.send({
+    jsonrpc: "2.0",
+    id: message.id as string,
+    error: {
+      code: ErrorCode.InvalidRequest,
+      message: `${message.method}: the client of this call cannot be asked (no stream)`,
+    },
+  }).catch(() => {});
 }
 
 /** An error the upstream answered on a working session (a JSON-RPC error of the call). */

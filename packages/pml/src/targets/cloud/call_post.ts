@@ -24,9 +24,18 @@ export interface PostCallOptions {
   /** Bound on the call, reset by each progress notification. */
   readonly timeoutMs: number;
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /**
+   * Takes every other message of an SSE answer, in order: the server's notifications and requests
+   * about this call (a log line, an elicitation, a sampling request, the cancellation of one).
+   * Without it they are skipped, as before.
+   */
+  readonly onmessage?: (message: StreamMessage) => void;
   /** Checks the result (default {@link checkedOrShaped}); what it throws, the call throws. */
   readonly resultSchema?: { parse(value: unknown): unknown };
 }
+
+/** A JSON-RPC message of a call's SSE answer other than its answer and its own progress. */
+export type StreamMessage = Record<string, unknown> & { readonly jsonrpc: "2.0" };
 
 let lastId = 0;
 
@@ -89,7 +98,7 @@ export async function postToolCall(
       ? await fromStream(response.body!, id, () => {
         bounds.reset(bound);
         return opts.onprogress;
-      })
+      }, opts.onmessage)
       : type.startsWith("application/json")
       ? answerOf(await response.json(), id)
       : undefined;
@@ -150,12 +159,14 @@ function answerOf(body: unknown, id: string): Answer | undefined {
 
 /**
  * Reads an SSE answer: `notifications/progress` for `id` go to the progress callback (which also
- * resets the bound), and the first well-formed response to `id` ends the read.
+ * resets the bound), any other JSON-RPC message to `onmessage`, and the first well-formed response
+ * to `id` ends the read.
  */
 async function fromStream(
   body: ReadableStream<Uint8Array>,
   id: string,
   progressed: () => PostCallOptions["onprogress"],
+  onmessage: PostCallOptions["onmessage"],
 ): Promise<Answer | undefined> {
   let buffer = "";
   // A reader and a decoder rather than `pipeThrough(new TextDecoderStream())`: the pipe's stream
@@ -187,6 +198,8 @@ async function fromStream(
           if (typeof p.progress === "number") {
             progressed()?.({ progress: p.progress, total: p.total, message: p.message });
           }
+        } else if (onmessage && message?.jsonrpc === "2.0" && !Array.isArray(message)) {
+          onmessage(message);
         }
       }
     }

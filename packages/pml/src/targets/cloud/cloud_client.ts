@@ -9,7 +9,7 @@ import { type CallToolResult, ErrorCode, McpError, type Tool } from "../../sdk/t
 import type { Transport } from "../../sdk/transport.ts";
 import { errorMessage, PmlError } from "../../errors.ts";
 import { ToolResultShape } from "../target.ts";
-import { type PostSession, postToolCall } from "./call_post.ts";
+import { type PostSession, postToolCall, type StreamMessage } from "./call_post.ts";
 
 /** The SDK's Streamable HTTP client, imported on the first connection (`load_http_client.ts`). */
 let httpClient: HttpClientSdk | undefined;
@@ -59,6 +59,8 @@ export interface CloudCallOptions {
   readonly byok?: string;
   readonly signal?: AbortSignal;
   readonly onprogress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /** What the cloud sends about the call besides its progress and answer (`call_post.ts`). */
+  readonly onmessage?: (message: StreamMessage) => void;
 }
 
 /**
@@ -131,6 +133,7 @@ export class CloudClient {
           signal: opts.signal,
           timeoutMs: this.#callTimeoutMs,
           onprogress: opts.onprogress,
+          onmessage: opts.onmessage,
         }) ??
           // Redirected: the SDK follows it within the origin. `request`, not `callTool`: see
           // ToolResultShape.

@@ -17,7 +17,9 @@ import { byokHeader, declaredVariables } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
 import type { CloudToolsCache } from "./tools_cache.ts";
 import { type CloudTool, CloudToolList } from "./cloud_tool_list.ts";
-import { CloudUpstreams } from "./cloud_upstreams.ts";
+import { CloudUpstreams, type RelayedCall } from "./cloud_upstreams.ts";
+import { upstreamCallOptions } from "../upstream/upstream_session.ts";
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
 
 /** The message of every cloud tool call when no API key is configured. */
 export const NO_API_KEY_MESSAGE =
@@ -50,13 +52,18 @@ export interface CloudTargetDeps {
   readonly onClose?: () => void;
   /** The lockfile guard of http MCPs (metadata and listed tool definitions). */
   readonly pins?: HttpPins;
+  /** Where registry http MCPs' notifications outside a call go (`upstream_hub.ts`). */
+  readonly hub?: UpstreamHub;
 }
 
-/** Where a call comes from: the client's signal and progress channel. */
-export interface CloudCallChannel {
-  readonly signal?: AbortSignal;
-  readonly progress?: (progress: number, total?: number, message?: string) => Promise<void>;
-}
+/**
+ * Where a call comes from: the client's signal and progress channel, and for a registry http MCP's
+ * call what answers its server's requests and log lines (`CallContext`'s).
+ */
+export type CloudCallChannel = Pick<
+  Partial<CallContext>,
+  "signal" | "progress" | "sample" | "serverElicit" | "log"
+>;
 
 /**
  * Runs every tool whose routing is `server` on the PML cloud (DESIGN §8) and lists the cloud's
@@ -85,6 +92,7 @@ export class CloudTarget implements Target {
       ensure: () => list.ensure(),
       pinned: pins &&
         (async (ns, tools) => (await pins.check(ns, tools.map((t) => t.info))).length === 0),
+      hub: deps.hub,
     });
   }
 
@@ -254,12 +262,32 @@ export class CloudTarget implements Target {
       const declared = await declaring;
       const { byokEnv, byokValues: env } = this.#d.config;
       const progress = channel.progress;
-      return await client.callTool(this.#tools?.get(toolId)?.name ?? toolId, args, {
-        byok: byokHeader(toolId, declared, byokEnv, env),
-        signal: channel.signal,
-        onprogress: progress ? (p) => void progress(p.progress, p.total, p.message) : undefined,
-      });
+      const tool = this.#tools?.get(toolId);
+      const relayed = tool?.http ? this.#relayed(toolId, channel) : undefined;
+      try {
+        return await client.callTool(tool?.name ?? toolId, args, {
+          byok: byokHeader(toolId, declared, byokEnv, env),
+          signal: channel.signal,
+          onprogress: progress ? (p) => void progress(p.progress, p.total, p.message) : undefined,
+          onmessage: relayed?.deliver,
+        });
+      } finally {
+        relayed?.end();
+      }
     });
+  }
+
+  /**
+   * A registry http MCP's call: its server's requests and log lines, which the cloud streams with
+   * the call, are answered by that server's session under the rules of a fronted server
+   * (`sampling:<ns>` with no tools for the model, elicitation labelled its own).
+   */
+  #relayed(toolId: string, channel: CloudCallChannel): RelayedCall | undefined {
+    const ns = toolId.slice(0, toolId.indexOf(":"));
+    return this.upstreams?.relayed(
+      ns,
+      upstreamCallOptions(ns, channel, { timeoutMs: 0, allowedToolPatterns: [] }),
+    );
   }
 
   /**

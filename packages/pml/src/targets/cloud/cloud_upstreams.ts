@@ -16,7 +16,9 @@
 import type { Config } from "../../config/config.ts";
 import { errorMessage, isPmlError, PmlError } from "../../errors.ts";
 import type { Upstreams } from "../target.ts";
-import { UpstreamSession } from "../upstream/upstream_session.ts";
+import { type UpstreamCallOptions, UpstreamSession } from "../upstream/upstream_session.ts";
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
+import type { StreamMessage } from "./call_post.ts";
 import { byokHeader } from "./byok.ts";
 import type { CloudClient } from "./cloud_client.ts";
 import type { CloudTool } from "./cloud_tool_list.ts";
@@ -31,6 +33,16 @@ export interface CloudUpstreamsDeps {
   readonly ensure: () => Promise<void>;
   /** True when the server's pin holds (recorded on first use); absent: not pinned. */
   readonly pinned?: (server: string, tools: readonly CloudTool[]) => Promise<boolean>;
+  /** Where the servers' notifications outside a call go (`upstream_hub.ts`). */
+  readonly hub?: UpstreamHub;
+}
+
+/** A call of a registry http MCP, as its session answers what the server sends about it. */
+export interface RelayedCall {
+  /** A message of the call's stream: the server's request, log line, cancellation. */
+  readonly deliver: (message: StreamMessage) => void;
+  /** The call ended. */
+  readonly end: () => void;
 }
 
 /** See the module documentation. */
@@ -78,11 +90,36 @@ export class CloudUpstreams implements Upstreams {
     return await session;
   }
 
+  /**
+   * A call of `server`'s tool (already permitted and pin-checked by the `CloudTarget`) that the
+   * cloud answers on a stream: what its server sends about it goes to that server's session (opened
+   * now if need be, and with it the cloud's stream of what the server sends outside a call), where
+   * the rules of a fronted server answer it under `opts` (docs/cloud.md, "During a call").
+   */
+  relayed(server: string, opts: UpstreamCallOptions): RelayedCall {
+    const opening = (this.#sessions.get(server) ?? this.session(server)).catch(() => undefined);
+    let release: (() => void) | undefined;
+    let ended = false;
+    void opening.then((session) => {
+      if (session && !ended) release = session.adopt(opts);
+    });
+    return {
+      deliver: (message) => void opening.then((session) => session?.deliver(message)),
+      end: () => {
+        ended = true;
+        release?.();
+      },
+    };
+  }
+
   async #open(server: string, byok: string | undefined): Promise<UpstreamSession> {
     const client = this.#d.client;
     const transport = await client.serverTransport(server, byok);
     try {
-      return await UpstreamSession.open(server, transport, { timeoutMs: client.timeoutMs });
+      return await UpstreamSession.open(server, transport, {
+        timeoutMs: client.timeoutMs,
+        hub: this.#d.hub,
+      });
     } catch (err) {
       await transport.close().catch(() => {});
       if (isPmlError(err)) throw err;

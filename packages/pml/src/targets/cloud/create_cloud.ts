@@ -1,3 +1,4 @@
+import type { UpstreamHub } from "../upstream/upstream_hub.ts";
 import type { Config } from "../../config/config.ts";
 import type { MetaTool } from "../../gateway/gateway.ts";
 import {
@@ -53,6 +54,8 @@ export function createCloud(
   opts: CloudOptions = {},
   /** The lockfile guard of http MCPs (absent: not pinned). */
   pins?: HttpPins,
+  /** Where registry http MCPs' notifications outside a call go. */
+  hub?: UpstreamHub,
 ): Cloud {
   const timeoutMs = opts.timeoutMs ?? (Number(config.env.PML_CLOUD_TIMEOUT_MS) || 10_000);
   const cloudMode = config.apiKey !== undefined;
@@ -90,6 +93,7 @@ export function createCloud(
     cache: opts.toolsCache ?? fileToolsCache(config.pmlHome, config.cloudUrl),
     onClose: () => stop.abort(),
     pins,
+    hub,
   });
   target.prefetch();
   return { routing, target, metaTools: client ? [cloudSearchTool(target)] : [] };

@@ -27,6 +27,7 @@ export function cloudSearchTool(cloud: CloudTarget): MetaTool {
     },
     // A search changes nothing: clients may run it side by side and without their own approval.
     annotations: { readOnlyHint: true },
-    run: (args, channel) => cloud.callCloud("pml:search", args, channel),
+    run: (args, channel) =>
+      cloud.callCloud("pml:search", args, { signal: channel.signal, progress: channel.progress }),
   };
 }

@@ -22,7 +22,11 @@ import type {
   ServerCapabilities,
   Tool,
 } from "../../sdk/types.ts";
-import { GetPromptResultSchema, ReadResourceResultSchema } from "../../sdk/types.ts";
+import {
+  GetPromptResultSchema,
+  JSONRPCMessageSchema,
+  ReadResourceResultSchema,
+} from "../../sdk/types.ts";
 import type { CallContext } from "../target.ts";
 import { TransportCalls } from "./transport_calls.ts";
 import { InMemoryTaskStore } from "../../sdk/tasks.ts";
@@ -86,10 +90,13 @@ export class UpstreamSession {
   /** Which tools run as MCP tasks (`upstream_tasks.ts`). */
   readonly #taskSupport = new TaskSupport();
 
+  readonly #transport: Transport;
+
   private constructor(server: string, client: Client, transport: Transport) {
     this.server = server;
     this.client = client;
     this.#calls = new TransportCalls(transport);
+    this.#transport = transport;
   }
 
   /**
@@ -212,6 +219,34 @@ export class UpstreamSession {
       this.#inFlight--;
       this.#inFlightCalls.delete(opts);
     }
+  }
+
+  /**
+   * Counts a call that runs elsewhere (a registry http MCP's, posted to the PML cloud) as one of
+   * this session's calls in flight until the function returned is called: the server's requests
+   * and log lines {@link UpstreamSession.deliver}ed meanwhile are answered under its options, as
+   * for a call of the session's own.
+   */
+  adopt(opts: UpstreamCallOptions): () => void {
+    this.#inFlight++;
+    this.#inFlightCalls.add(opts);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#inFlight--;
+      this.#inFlightCalls.delete(opts);
+    };
+  }
+
+  /**
+   * Takes a message of the server that reached PML another way (the stream of a call the cloud
+   * answered): checked as the SDK's transport checks what it reads, then handled as if the
+   * session's transport had brought it, its answer sent on it.
+   */
+  deliver(message: unknown): void {
+    const parsed = JSONRPCMessageSchema.safeParse(message);
+    if (parsed.success) this.#transport.onmessage?.(parsed.data);
   }
 
   /**
@@ -349,7 +384,7 @@ function bound(opts: RequestBound): { timeout: number; signal?: AbortSignal } {
  */
 export function upstreamCallOptions(
   server: string,
-  ctx: CallContext,
+  ctx: Pick<CallContext, "signal" | "progress" | "sample" | "serverElicit" | "log" | "task">,
   opts: { timeoutMs: number; allowedToolPatterns: readonly string[]; verify?: VerifyTools },
 ): UpstreamCallOptions {
   return {
