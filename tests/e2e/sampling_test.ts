@@ -68,22 +68,37 @@ Deno.test("e2e sampling over stdio: pml stdio relays the MCP's request to the cl
   assertEquals(answerOf(r).ok?.content.text, "client says: over stdio");
 });
 
-Deno.test("e2e sampling over pml serve: the request reaches the HTTP client on the call's stream, with two sessions", async () => {
+Deno.test("e2e sampling over pml serve: the request reaches the HTTP client on the call's stream, with two sessions; never the other session's", async () => {
   await using ws = workspace();
   await using serve = await spawnServe(ws);
-  await using a = await connect(new StreamableHTTPClientTransport(new URL(serve.url)), echo);
+  const seenByA: string[] = [];
+  const askedA = Promise.withResolvers<void>();
+  const releaseA = Promise.withResolvers<void>();
+  await using a = await connect(
+    new StreamableHTTPClientTransport(new URL(serve.url)),
+    async (p) => {
+      seenByA.push(p);
+      askedA.resolve();
+      await releaseA.promise;
+      return `session a: ${p}`;
+    },
+  );
   await using b = await connect(
     new StreamableHTTPClientTransport(new URL(serve.url)),
     (p) => Promise.resolve(`session b: ${p}`),
   );
-  const [ra, rb] = await Promise.all([
-    a.callTool({ name: "sampler__ask", arguments: { prompt: "one" } }),
-    b.callTool({ name: "sampler__ask", arguments: { prompt: "two" } }),
-  ]);
-  const texts = [answerOf(ra).ok?.content.text, answerOf(rb).ok?.content.text];
-  // A server shared by two sessions answers each request through a session that is calling it.
-  for (const text of texts) assertStringIncludes(text ?? "", ": ");
-  assertEquals(texts.map((t) => t!.split(": ")[1]).sort(), ["one", "two"]);
+  // A's call waits on its own client's answer; the server's request during B's call, with calls
+  // of both sessions in flight, cannot be told from A's: refused, never shown to A.
+  const ra = a.callTool({ name: "sampler__ask", arguments: { prompt: "one" } });
+  await askedA.promise;
+  const refused = await b.callTool({ name: "sampler__ask", arguments: { prompt: "two" } });
+  assertStringIncludes(answerOf(refused).error ?? "", "is not relayed: calls of several MCP");
+  releaseA.resolve();
+  assertEquals(answerOf(await ra).ok?.content.text, "session a: one");
+  assertEquals(seenByA, ["one"]);
+  // B alone: its own client answers, on its call's stream.
+  const rb = await b.callTool({ name: "sampler__ask", arguments: { prompt: "two" } });
+  assertEquals(answerOf(rb).ok?.content.text, "session b: two");
 });
 
 for (const via of ["stdio", "pml serve"] as const) {

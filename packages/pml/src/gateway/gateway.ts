@@ -60,6 +60,8 @@ export interface CallChannel {
   readonly openUrl?: OpenUrl;
   /** Present when the client runs this call as an MCP task (`task_calls.ts`). */
   readonly task?: TaskCall;
+  /** The MCP session the request came from (one per connection, `CallContext.clientSession`). */
+  readonly clientSession?: object;
 }
 
 /** A tool of PML itself (`pml:continue`, `pml:execute`, `pml:search`): not subject to permissions. */
@@ -537,6 +539,7 @@ export class Gateway {
         serverElicit: channel.serverElicit,
         log: channel.log,
         task: channel.task,
+        clientSession: channel.clientSession,
         ask: (request, resume) => {
           if (covered && sameRequest(covered.request, request)) {
             const by = covered.by;

@@ -134,6 +134,12 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
     },
   );
 
+  // The SDK's client ignores a cancellation of request id 0 (its `_oncancel` tests the id for
+  // truth), and PML's first request to its client may be withdrawn (a fronted server's question
+  // whose call ended, server_requests.ts): PML's ids start at 1 (a private field of the pinned
+  // SDK's protocol layer).
+  (server as unknown as { _requestMessageId: number })._requestMessageId = 1;
+
   // Resources, prompts, completions, log level (surface_handlers.ts): a read or a prompt get may
   // ask the human as a tool call does.
   // Notifications of fronted servers outside a call, once the client is there.
@@ -224,7 +230,7 @@ export function createMcpServer(gateway: Gateway, opts: McpServerOptions = {}): 
   const closed = server.onclose;
   server.onclose = () => {
     unsubscribe();
-    tasks.close();
+    tasks.close("The MCP session closed");
     closed?.();
   };
   return server;
@@ -303,6 +309,8 @@ function callChannel(
       }
       : undefined,
     signal: opts.signal,
+    // This connection: a fronted server's question reaches this session's client only.
+    clientSession: server,
     progress: token === undefined ? undefined : (progress, total, message) =>
       notify({
         method: "notifications/progress",

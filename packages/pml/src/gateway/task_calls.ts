@@ -9,24 +9,16 @@
  *
  * @module
  */
-import {
-  type CreateTaskOptions,
-  InMemoryTaskMessageQueue,
-  InMemoryTaskStore,
-  type TaskStore,
-} from "../sdk/tasks.ts";
+import { InMemoryTaskMessageQueue } from "../sdk/tasks.ts";
 import type {
   CallToolResult,
   CreateTaskResult,
-  Request,
-  RequestId,
-  Result,
   ServerCapabilities,
   Task,
   TaskCreationParams,
 } from "../sdk/types.ts";
 import type { Extra } from "../sdk/incoming.ts";
-import type { TaskCall } from "../targets/upstream/upstream_tasks.ts";
+import { type TaskCall, TaskRuns } from "../targets/upstream/upstream_tasks.ts";
 
 /** What `initialize` says of tasks: `tools/call` as a task, listed and cancelled. */
 export const TASK_CAPABILITIES: ServerCapabilities = {
@@ -43,66 +35,11 @@ export const MAX_TASK_QUEUE = 100;
 /**
  * The tasks of one MCP session: the SDK's in-memory store, and the run of each task, aborted
  * when the client cancels it (`tasks/cancel`, which the SDK's handler turns into a status) or the
- * session closes.
+ * session closes (`close("The MCP session closed")`).
  */
-export class SessionTasks implements TaskStore {
-  readonly #store = new InMemoryTaskStore();
-  readonly #runs = new Map<string, AbortController>();
+export class SessionTasks extends TaskRuns {
   /** Questions and log lines of a task, delivered by `tasks/result`. */
   readonly queue = new InMemoryTaskMessageQueue();
-
-  createTask(
-    params: CreateTaskOptions,
-    requestId: RequestId,
-    request: Request,
-    sessionId?: string,
-  ): Promise<Task> {
-    return this.#store.createTask(params, requestId, request, sessionId);
-  }
-
-  getTask(taskId: string, sessionId?: string): Promise<Task | null> {
-    return this.#store.getTask(taskId, sessionId);
-  }
-
-  storeTaskResult(
-    taskId: string,
-    status: "completed" | "failed",
-    result: Result,
-    sessionId?: string,
-  ): Promise<void> {
-    return this.#store.storeTaskResult(taskId, status, result, sessionId);
-  }
-
-  getTaskResult(taskId: string, sessionId?: string): Promise<Result> {
-    return this.#store.getTaskResult(taskId, sessionId);
-  }
-
-  async updateTaskStatus(
-    taskId: string,
-    status: Task["status"],
-    statusMessage?: string,
-    sessionId?: string,
-  ): Promise<void> {
-    await this.#store.updateTaskStatus(taskId, status, statusMessage, sessionId);
-    if (status === "cancelled") this.#runs.get(taskId)?.abort(new Error("The task was cancelled"));
-  }
-
-  listTasks(cursor?: string, sessionId?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
-    return this.#store.listTasks(cursor, sessionId);
-  }
-
-  /** The session closed: every run stops, every task is dropped. */
-  close(): void {
-    for (const run of this.#runs.values()) run.abort(new Error("The MCP session closed"));
-    this.#runs.clear();
-    this.#store.cleanup();
-  }
-
-  /** Runs `work` as the run of task `taskId` (aborted by its cancellation); settled, it is dropped. */
-  track(taskId: string, run: AbortController, work: Promise<unknown>): void {
-    this.#runs.set(taskId, run);
-    work.finally(() => this.#runs.delete(taskId));
-  }
 }
 
 /** How a call run as a task reaches the client once its task exists. */

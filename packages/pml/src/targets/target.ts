@@ -94,6 +94,11 @@ export interface CallContext {
   readonly log?: ServerLog;
   /** Present when the client runs this call as an MCP task (docs/surface.md, "Tasks"). */
   readonly task?: TaskCall;
+  /**
+   * The MCP session of PML's client the call came from (one per connection): a fronted server's
+   * question is relayed to that session's client only (docs/surface.md).
+   */
+  readonly clientSession?: object;
 }
 
 /** How a sampling request of an MCP is to be answered (see {@link CallContext.sample}). */

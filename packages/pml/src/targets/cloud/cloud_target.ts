@@ -62,7 +62,7 @@ export interface CloudTargetDeps {
  */
 export type CloudCallChannel = Pick<
   Partial<CallContext>,
-  "signal" | "progress" | "sample" | "serverElicit" | "log"
+  "signal" | "progress" | "sample" | "serverElicit" | "log" | "clientSession"
 >;
 
 /**

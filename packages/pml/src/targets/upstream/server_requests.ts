@@ -2,9 +2,13 @@
  * What a fronted server asks of its client, PML, and what it tells it (docs/surface.md): its
  * sampling, elicitation and `roots/list` requests answered, its log lines, list changes and
  * resource updates passed on. A request or a log line during a call goes to the oldest call in
- * flight that can take it (over stdio nothing links it to its call; calls of one server share its
- * permissions), on that call's own stream; a notification outside any call goes to every client
- * through the {@link UpstreamHub}, within its bound.
+ * flight that can take it, on that call's own stream, when every call in flight is of one MCP
+ * session of PML's clients (over stdio nothing links it to its call; calls of one server share its
+ * permissions). With calls of several sessions in flight nothing says whose it is: a request is
+ * refused, so that it never reaches another session's client, and a log line goes to every client
+ * as one outside a call does, through the {@link UpstreamHub}, within its bound. A question
+ * relayed is withdrawn from the client (`notifications/cancelled`) when the server cancels it, or
+ * its task, or when the call it was relayed for ends.
  *
  * @module
  */
@@ -36,6 +40,7 @@ import {
 import { isPmlError } from "../../errors.ts";
 import { toPmlUri } from "./resource_uri.ts";
 import type { UpstreamHub } from "./upstream_hub.ts";
+import type { TaskRuns } from "./upstream_tasks.ts";
 
 /** Progress of a request, as the other side reports it. */
 export type ProgressReport = (p: { progress: number; total?: number; message?: string }) => void;
@@ -59,13 +64,57 @@ export type ServerElicit = (
 /** Relays one log line of the server to the client of a call (its logger labelled). */
 export type ServerLog = (params: LoggingMessageNotification["params"]) => Promise<void>;
 
+/** A call in flight on a session, as the server's requests and log lines find it. */
+export interface CallInFlight {
+  readonly sample?: ServerSample;
+  readonly elicit?: ServerElicit;
+  readonly log?: ServerLog;
+  /** The MCP session of PML's client that made the call (`CallContext.clientSession`). */
+  readonly clientSession?: object;
+}
+
 /** Who answers for a session: its calls in flight, the hub, and its tool guard. */
 export interface ServerAnswers {
   readonly hub?: UpstreamHub;
-  readonly calls: () => ReadonlySet<
-    { sample?: ServerSample; elicit?: ServerElicit; log?: ServerLog }
-  >;
+  /** The calls in flight, oldest first. */
+  readonly calls: () => ReadonlySet<CallInFlight>;
+  /** Aborted once `call` has ended (at once when it has already). */
+  readonly ended: (call: CallInFlight) => AbortSignal;
+  /** The session's tasks of the server's requests asked as tasks (its `taskStore`). */
+  readonly tasks: TaskRuns;
   readonly toolsChanged: () => void;
+}
+
+/** Calls of several MCP sessions of PML's clients are in flight: see the module documentation. */
+const AMBIGUOUS = Symbol("ambiguous");
+
+/**
+ * The call in flight that takes the server's `key` (its sampling, elicitation or log line): the
+ * oldest that can, when every call in flight is of one MCP session; {@link AMBIGUOUS} when they
+ * are of several; `undefined` when no call can.
+ */
+function callFor(
+  calls: ReadonlySet<CallInFlight>,
+  key: "sample" | "elicit" | "log",
+): CallInFlight | typeof AMBIGUOUS | undefined {
+  let taker: CallInFlight | undefined;
+  let first: CallInFlight | undefined;
+  for (const c of calls) {
+    first ??= c;
+    if (c.clientSession !== first.clientSession) return AMBIGUOUS;
+    if (!taker && c[key]) taker = c;
+  }
+  return taker;
+}
+
+/** The refusal of a request that could belong to the calls of several MCP sessions. */
+function ambiguous(server: string, method: string): McpError {
+  return new McpError(
+    ErrorCode.InvalidRequest,
+    `${method} of "${server}" is not relayed: calls of several MCP sessions of PML's clients ` +
+      `run on "${server}" and nothing in the request says whose it is (it is never shown to ` +
+      `another session's client); ask again once one session's calls run`,
+  );
 }
 
 /**
@@ -84,20 +133,21 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
   client.setNotificationHandler(CancelledNotificationSchema, (n) => {
     if (n.params.requestId !== undefined) cancels.get(n.params.requestId)?.abort(n.params.reason);
   });
-  const first = <K extends "sample" | "elicit" | "log">(key: K) => {
-    for (const c of answers.calls()) if (c[key]) return c[key];
-    return undefined;
-  };
-  answerSampling(client, server, () => first("sample"), cancels);
+  answerSampling(client, server, answers, cancels);
   client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
-    const elicit = first("elicit");
+    const call = callFor(answers.calls(), "elicit");
+    if (call === AMBIGUOUS) throw ambiguous(server, "elicitation/create");
     const { task, ...asked } = request.params;
     const ask = async (signal: AbortSignal): Promise<ElicitResult> => {
       // Nobody to ask: no call of this server runs, or its client does not elicit.
-      if (!elicit) return { action: "decline" };
-      return await elicit({ ...asked, message: elicitationLabel(server) + asked.message }, signal);
+      if (!call) return { action: "decline" };
+      // Withdrawn once the call it is relayed for has ended.
+      return await call.elicit!(
+        { ...asked, message: elicitationLabel(server) + asked.message },
+        AbortSignal.any([signal, answers.ended(call)]),
+      );
     };
-    if (task) return await asTask(extra, task, ask);
+    if (task) return await asTask(extra, answers.tasks, task, ask);
     const cancel = new AbortController();
     cancels.set(extra.requestId, cancel);
     try {
@@ -115,9 +165,11 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     const logger = n.params.logger ? `${server}/${n.params.logger}` : server;
     const params = { ...n.params, logger };
-    const log = first("log");
-    if (!log) return answers.hub?.broadcast(server, { method: "notifications/message", params });
-    if (answers.hub?.admit(server) ?? true) log(params).catch(() => {});
+    const call = callFor(answers.calls(), "log");
+    if (!call || call === AMBIGUOUS) {
+      return answers.hub?.broadcast(server, { method: "notifications/message", params });
+    }
+    if (answers.hub?.admit(server) ?? true) call.log!(params).catch(() => {});
   });
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
     answers.toolsChanged();
@@ -160,20 +212,22 @@ const TASK_TTL_MS = 10 * 60_000;
 
 /**
  * A request the server asked PML to run as a task: answered with the task (in the session's
- * `taskStore`, whose `tasks/get` and `tasks/result` the SDK answers the server), `answer` run
- * after it, relayed as a plain request, its outcome the task's result.
+ * `taskStore`, whose `tasks/get`, `tasks/result` and `tasks/cancel` the SDK answers the server),
+ * `answer` run after it, relayed as a plain request, its outcome the task's result; the relay is
+ * withdrawn when the server cancels the task or its time to live runs out.
  */
 async function asTask<R extends Result>(
   extra: { taskStore?: RequestTaskStore },
+  runs: TaskRuns,
   task: { ttl?: number },
   answer: (signal: AbortSignal) => Promise<R>,
 ): Promise<CreateTaskResult> {
   const store = extra.taskStore;
   if (!store) throw new McpError(ErrorCode.InvalidRequest, "Tasks are not supported here");
-  const created = await store.createTask({
-    ttl: Math.min(task.ttl ?? TASK_TTL_MS, MAX_TASK_TTL_MS),
-  });
-  answer(AbortSignal.timeout(Math.min(task.ttl ?? TASK_TTL_MS, MAX_TASK_TTL_MS))).then(
+  const ttl = Math.min(task.ttl ?? TASK_TTL_MS, MAX_TASK_TTL_MS);
+  const created = await store.createTask({ ttl });
+  const run = new AbortController();
+  const settled = answer(AbortSignal.any([run.signal, AbortSignal.timeout(ttl)])).then(
     (result) => store.storeTaskResult(created.taskId, "completed", result),
     (err) =>
       store.updateTaskStatus(
@@ -182,23 +236,24 @@ async function asTask<R extends Result>(
         err instanceof Error ? err.message : String(err),
       ),
   ).catch(() => {/* cancelled or expired meanwhile */});
+  runs.track(created.taskId, run, settled);
   return { task: created };
 }
 
 /**
- * The server's `sampling/createMessage`: answered by the oldest call in flight that can (over stdio
- * a request carries no link to the call it belongs to; calls of one server share its permission
- * and its MCP), its cancellation and progress relayed.
+ * The server's `sampling/createMessage`: answered by the call in flight that takes it
+ * ({@link callFor}), its cancellation and progress relayed.
  */
 function answerSampling(
   client: Client,
   server: string,
-  sampler: () => ServerSample | undefined,
+  answers: ServerAnswers,
   cancels: Map<RequestId, AbortController>,
 ): void {
   client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-    const sample = sampler();
-    if (!sample) {
+    const call = callFor(answers.calls(), "sample");
+    if (call === AMBIGUOUS) throw ambiguous(server, "sampling/createMessage");
+    if (!call) {
       throw new McpError(
         ErrorCode.InvalidRequest,
         `sampling/createMessage is answered only while a tool call of ${server} runs`,
@@ -218,8 +273,17 @@ function answerSampling(
             params: { progressToken: token, ...p },
           }).catch(() => {});
       const { task, ...asked } = withoutProgressToken(request.params);
-      if (task) return await asTask(extra, task, (signal) => sample(asked, signal));
-      const signal = AbortSignal.any([extra.signal, cancel.signal]);
+      const sample = call.sample!;
+      const ended = answers.ended(call);
+      if (task) {
+        return await asTask(
+          extra,
+          answers.tasks,
+          task,
+          (signal) => sample(asked, AbortSignal.any([signal, ended])),
+        );
+      }
+      const signal = AbortSignal.any([extra.signal, cancel.signal, ended]);
       return await sample(asked, signal, onprogress);
     } catch (err) {
       if (err instanceof McpError) throw err;

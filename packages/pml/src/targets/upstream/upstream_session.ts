@@ -29,9 +29,9 @@ import {
 } from "../../sdk/types.ts";
 import type { CallContext } from "../target.ts";
 import { TransportCalls } from "./transport_calls.ts";
-import { InMemoryTaskStore } from "../../sdk/tasks.ts";
 import {
   answerServer,
+  type CallInFlight,
   CLIENT_TASKS,
   type ProgressReport,
   type ServerElicit,
@@ -40,7 +40,7 @@ import {
 } from "./server_requests.ts";
 import type { UpstreamHub } from "./upstream_hub.ts";
 import { blockWithPmlUris, namesResources, toPmlUri } from "./resource_uri.ts";
-import { callAsTask, type TaskCall, TaskSupport } from "./upstream_tasks.ts";
+import { callAsTask, type TaskCall, TaskRuns, TaskSupport } from "./upstream_tasks.ts";
 
 export type { ProgressReport, ServerSample } from "./server_requests.ts";
 
@@ -66,6 +66,11 @@ export interface UpstreamCallOptions {
   readonly verify?: VerifyTools;
   /** Present when the client runs this call as an MCP task (`upstream_tasks.ts`). */
   readonly task?: TaskCall;
+  /**
+   * The MCP session of PML's client the call is for: the server's requests are never relayed to
+   * another session's client (`server_requests.ts`).
+   */
+  readonly clientSession?: object;
 }
 
 /**
@@ -81,7 +86,9 @@ export class UpstreamSession {
   readonly #calls: TransportCalls;
   #inFlight = 0;
   /** The options of the calls in flight, oldest first: who answers the server's requests. */
-  readonly #inFlightCalls = new Set<UpstreamCallOptions>();
+  readonly #inFlightCalls = new Set<CallInFlight>();
+  /** Aborted when its call ends; made only for a call a question was relayed for. */
+  readonly #ends = new WeakMap<CallInFlight, AbortController>();
   /** The last guard given to {@link UpstreamSession.verifyOnce}, run again on `list_changed`. */
   #guard?: { verify: VerifyTools; timeoutMs: number };
   #verified?: Promise<void>;
@@ -109,7 +116,7 @@ export class UpstreamSession {
     transport: Transport,
     opts: { timeoutMs: number; hub?: UpstreamHub },
   ): Promise<UpstreamSession> {
-    const taskStore = new InMemoryTaskStore();
+    const taskStore = new TaskRuns();
     const client = new Client(
       { name: "pml", version: "0.1.0" },
       {
@@ -129,11 +136,13 @@ export class UpstreamSession {
     answerServer(client, server, {
       hub: opts.hub,
       calls: () => opened.session ? opened.session.#inFlightCalls : new Set(),
+      ended: (call) => opened.session!.#ended(call),
+      tasks: taskStore,
       toolsChanged: () => opened.session && opened.session.#toolsChanged(),
     });
     const onclose = client.onclose;
     client.onclose = () => {
-      taskStore.cleanup();
+      taskStore.close(`The MCP session with "${server}" closed`);
       onclose?.();
     };
     await client.connect(transport, { timeout: opts.timeoutMs });
@@ -218,7 +227,16 @@ export class UpstreamSession {
     } finally {
       this.#inFlight--;
       this.#inFlightCalls.delete(opts);
+      this.#ends.get(opts)?.abort(new Error(`The call of ${name} ended`));
     }
+  }
+
+  /** Aborted once the call of `opts` has ended (at once when it is not in flight). */
+  #ended(opts: CallInFlight): AbortSignal {
+    if (!this.#inFlightCalls.has(opts)) return AbortSignal.abort(new Error("The call ended"));
+    let end = this.#ends.get(opts);
+    if (!end) this.#ends.set(opts, end = new AbortController());
+    return end.signal;
   }
 
   /**
@@ -236,6 +254,7 @@ export class UpstreamSession {
       released = true;
       this.#inFlight--;
       this.#inFlightCalls.delete(opts);
+      this.#ends.get(opts)?.abort(new Error("The call ended"));
     };
   }
 
@@ -384,7 +403,10 @@ function bound(opts: RequestBound): { timeout: number; signal?: AbortSignal } {
  */
 export function upstreamCallOptions(
   server: string,
-  ctx: Pick<CallContext, "signal" | "progress" | "sample" | "serverElicit" | "log" | "task">,
+  ctx: Pick<
+    CallContext,
+    "signal" | "progress" | "sample" | "serverElicit" | "log" | "task" | "clientSession"
+  >,
   opts: { timeoutMs: number; allowedToolPatterns: readonly string[]; verify?: VerifyTools },
 ): UpstreamCallOptions {
   return {
@@ -405,5 +427,6 @@ export function upstreamCallOptions(
     log: ctx.log,
     verify: opts.verify,
     task: ctx.task,
+    clientSession: ctx.clientSession,
   };
 }

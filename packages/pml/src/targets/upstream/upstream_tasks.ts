@@ -12,11 +12,19 @@ import {
   CallToolResultSchema,
   ErrorCode,
   McpError,
+  type Request,
+  type RequestId,
+  type Result,
   type ServerCapabilities,
   type Task,
   type Tool,
 } from "../../sdk/types.ts";
-import { isTerminal } from "../../sdk/tasks.ts";
+import {
+  type CreateTaskOptions,
+  InMemoryTaskStore,
+  isTerminal,
+  type TaskStore,
+} from "../../sdk/tasks.ts";
 import type { ProgressReport } from "./server_requests.ts";
 
 /** A call the client runs as an MCP task: what PML's own task learns of the server's. */
@@ -30,6 +38,70 @@ export interface TaskCall {
   started(task: Task): void;
   /** A status of the server's task that is not final (`working`, `input_required`). */
   status(status: Task["status"], message?: string): void;
+}
+
+/**
+ * The SDK's in-memory task store, with the run of each task: aborted when the task is cancelled
+ * (the other side's `tasks/cancel`, which the SDK's handler turns into a status) or the store is
+ * closed. PML's tasks of one MCP session of its clients (`gateway/task_calls.ts`), and its tasks
+ * of one fronted server's requests (`server_requests.ts`).
+ */
+export class TaskRuns implements TaskStore {
+  readonly #store = new InMemoryTaskStore();
+  readonly #runs = new Map<string, AbortController>();
+
+  createTask(
+    params: CreateTaskOptions,
+    requestId: RequestId,
+    request: Request,
+    sessionId?: string,
+  ): Promise<Task> {
+    return this.#store.createTask(params, requestId, request, sessionId);
+  }
+
+  getTask(taskId: string, sessionId?: string): Promise<Task | null> {
+    return this.#store.getTask(taskId, sessionId);
+  }
+
+  storeTaskResult(
+    taskId: string,
+    status: "completed" | "failed",
+    result: Result,
+    sessionId?: string,
+  ): Promise<void> {
+    return this.#store.storeTaskResult(taskId, status, result, sessionId);
+  }
+
+  getTaskResult(taskId: string, sessionId?: string): Promise<Result> {
+    return this.#store.getTaskResult(taskId, sessionId);
+  }
+
+  async updateTaskStatus(
+    taskId: string,
+    status: Task["status"],
+    statusMessage?: string,
+    sessionId?: string,
+  ): Promise<void> {
+    await this.#store.updateTaskStatus(taskId, status, statusMessage, sessionId);
+    if (status === "cancelled") this.#runs.get(taskId)?.abort(new Error("The task was cancelled"));
+  }
+
+  listTasks(cursor?: string, sessionId?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
+    return this.#store.listTasks(cursor, sessionId);
+  }
+
+  /** Every run stops (aborted with `reason`), every task is dropped. */
+  close(reason: string): void {
+    for (const run of this.#runs.values()) run.abort(new Error(reason));
+    this.#runs.clear();
+    this.#store.cleanup();
+  }
+
+  /** Runs `work` as the run of task `taskId` (aborted by its cancellation); settled, it is dropped. */
+  track(taskId: string, run: AbortController, work: Promise<unknown>): void {
+    this.#runs.set(taskId, run);
+    work.finally(() => this.#runs.delete(taskId));
+  }
 }
 
 /**
