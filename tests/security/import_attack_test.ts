@@ -7,7 +7,9 @@
  * - a server named after PML's own tools (`filesystem`, `shell`, `pml`) must not take their
  *   namespace: `filesystem:read_file` still runs PML's own std tool;
  * - a raw command whose argument points inside a folder the sandbox hides (`~/.ssh/…`) must not
- *   make that folder readable (the command's own files are granted only outside the secrets);
+ *   make that folder readable (the command's own files are granted only outside the secrets), nor
+ *   may a link in the project leading there (its script's folder, its command), judged where it
+ *   leads;
  * - a server name (a project's `.mcp.json` is anyone's) or an agent's arguments must not clear,
  *   rewrite or reorder what `pml import`, `pml approvals`, `pml status` and `pml trust` show the
  *   human (ESC sequences, `\r`, U+202E, a newline starting a fake line of its own);
@@ -182,6 +184,61 @@ Deno.test("attack: a raw command's argument inside a hidden folder does not make
     assert(ownFileAllowed(join(home, "code", "mcp"), home), "a project in the user's home");
     const ordinary = launch(join(tools, "server.mjs")).args.join(" ");
     assertStringIncludes(ordinary, `${tools} ${tools}`, "an ordinary script's package is readable");
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("attack: a raw command reached through a link into a hidden folder (its script's folder, its command) does not make that folder readable", async () => {
+  const os = detectOsSandbox(Deno.env.get("PATH"));
+  if (!os.available || !("bwrap" in os)) return; // the run below starts bubblewrap itself
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-import-link-" }));
+  try {
+    const home = join(root, "home");
+    // A folder of a hidden secret (`~/.config/gcloud`) holding a credential, a script and a
+    // program that print the credential beside their real path.
+    const inside = join(home, ".config", "gcloud", "legacy");
+    Deno.mkdirSync(inside, { recursive: true });
+    Deno.writeTextFileSync(join(inside, "adc.json"), "GCLOUD_SECRET_LINK_73");
+    Deno.writeTextFileSync(
+      join(inside, "server.mjs"),
+      'import { readFileSync } from "node:fs";\n' +
+        'console.log(readFileSync(new URL("adc.json", import.meta.url), "utf8"));\n',
+    );
+    Deno.writeTextFileSync(
+      join(inside, "run"),
+      '#!/bin/sh\ncat "$(dirname "$(readlink -f "$0")")/adc.json"\n',
+    );
+    Deno.chmodSync(join(inside, "run"), 0o755);
+    // A project (`.mcp.json` is anyone's) whose links lead there.
+    const ws = join(root, "ws");
+    Deno.mkdirSync(ws);
+    Deno.symlinkSync(inside, join(ws, "tools"));
+    Deno.symlinkSync(join(inside, "run"), join(ws, "run"));
+    const env = { PATH: Deno.env.get("PATH") ?? "", HOME: home };
+    for (
+      const install of [
+        { command: "node", args: ["./tools/server.mjs"] },
+        { command: "./run", args: [] },
+      ]
+    ) {
+      const spec = commandLaunch(
+        parseStdioMetadata("x", { type: "stdio", install }, ".pml.json private_mcps.x"),
+        { workspace: ws, env, depsDir: join(root, "deps"), osSandbox: os },
+      );
+      const bound = spec.args.join(" ");
+      assert(!bound.includes(`${inside} ${inside}`), bound);
+      assert(!bound.includes(`${join(ws, "tools")} ${join(ws, "tools")}`), bound);
+      const out = await new Deno.Command(spec.command, {
+        args: [...spec.args],
+        env: spec.env,
+        clearEnv: true,
+        cwd: spec.cwd,
+        stdin: "null",
+      }).output();
+      const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+      assert(!text.includes("GCLOUD_SECRET_LINK_73"), `${install.command}: ${text}`);
+    }
   } finally {
     Deno.removeSync(root, { recursive: true });
   }

@@ -252,9 +252,10 @@ export function denoLaunch(
 /**
  * A declared raw command (`uvx …`, `npx …` without a pinned package). Nothing pins what it runs, so
  * it runs inside the OS sandbox like every other local execution (DESIGN §12), after an explicit
- * approval: the system read-only, the folder of the resolved command read-only, the workspace and
- * declared reads read-only, declared writes read-write, a private `HOME` of its own that persists
- * between runs (package runners keep their caches there; the user's home is not visible), the
+ * approval: the system read-only, the folder of the resolved command read-only (unless it, or where
+ * it leads, lies in a hidden secret), the workspace and declared reads read-only, declared writes
+ * read-write, a private `HOME` of its own that persists between runs (package runners keep their
+ * caches there; the user's `HOME` is not its `HOME`, and is seen as the toolbox shows it), the
  * control files read-only, and the network only to the hosts its metadata declares and `.pml.json`
  * `sandbox.net` grants, through the host-side proxy (never the host's network). It gets `PATH`,
  * that `HOME` and the declared variables. Without an OS sandbox it is refused unless `.pml.json`
@@ -305,25 +306,30 @@ export function commandLaunch(
     );
   }
   const write = [home, ...x(meta.permissions.write)];
-  const policyWith = (own: readonly string[]) =>
+  const policyWith = (folders: readonly string[], own: readonly string[]) =>
     sandboxPolicy({
       view: "toolbox",
       env: ctx.env,
       deny: ctx.deny,
-      read: [ctx.workspace, ...x(meta.permissions.read), ...resolved.folders, ...own],
+      read: [ctx.workspace, ...x(meta.permissions.read), ...folders, ...own],
       write,
       denyWrite: guardedPaths([ctx.workspace, ...write]),
       net: meta.permissions.net,
     });
-  // The command's own files (a script among its arguments, with its package) are readable, unless
-  // the read model keeps them out (secrets, other users' homes, a whole home or the root): an
-  // argument is no human's grant.
-  const base = policyWith([]);
+  // The command's folder and its own files (a script among its arguments, with its package) are
+  // readable, unless the read model keeps them out (secrets; for its own files also other users'
+  // homes, a whole home or the root): an argument is no human's grant. Each is judged where it
+  // really is too, since a bind shows what a link leads to (`./tools/x.js`, `./tools` a link into
+  // `~/.config/gcloud`, would show that secret's files).
+  const base = policyWith(resolved.folders, []);
+  const folders = resolved.folders.filter((p) => outsideSecrets(p, base.denyRead));
   const own = ownFiles(args, ctx.workspace).filter((p) =>
-    ownFileAllowed(p, ctx.env.HOME) &&
-    !base.denyRead.some((d) => p === d || p.startsWith(d + "/"))
+    [p, realOf(p)].every((q) => ownFileAllowed(q, ctx.env.HOME)) &&
+    outsideSecrets(p, base.denyRead)
   );
-  const policy = own.length ? policyWith(own) : base;
+  const policy = own.length || folders.length < resolved.folders.length
+    ? policyWith(folders, own)
+    : base;
   const net = netProxyFor(policy, os);
   const privateDir = privateDirFor(os);
   const started = wallCommand(os, policy, ctx.workspace, [resolved.path, ...args], {
@@ -383,6 +389,20 @@ export function ownFiles(args: readonly string[], cwd: string): string[] {
     } catch { /* none */ }
   }
   return [...out];
+}
+
+/** The real path of `path` (itself when it does not exist). */
+function realOf(path: string): string {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** Whether `path`, and the real path it leads to, lie outside every one of `hidden`. */
+function outsideSecrets(path: string, hidden: readonly string[]): boolean {
+  return [path, realOf(path)].every((p) => !hidden.some((d) => p === d || p.startsWith(d + "/")));
 }
 
 /**

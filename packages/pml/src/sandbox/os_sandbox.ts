@@ -16,7 +16,7 @@
  */
 import { exists } from "../exists.ts";
 import { PML_CODE_DIRS } from "../paths.ts";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import type { OsPolicy } from "./policy.ts";
 import { within } from "../config/control_files.ts";
 import { PmlError } from "../errors.ts";
@@ -57,7 +57,7 @@ const PROC_MASKED = ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sch
 
 /** One mount of the rendered policy, before ordering. */
 interface Mount {
-  readonly path: string;
+  path: string;
   /** In order of precedence for the same path: the last one wins. */
   readonly kind: "read" | "write" | "hide" | "lock";
 }
@@ -74,6 +74,36 @@ function isDir(path: string): boolean | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The real path of `path`, or `undefined` when it does not exist. */
+function realPath(path: string): string | undefined {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Where the mount of `path` goes in the sandbox: `path` itself, unless a symlink on the way to it
+ * lies inside another folder the sandbox shows (`roots`): a project's linked `node_modules` under
+ * the home, a secret folder that links into a dotfiles folder (`~/.aws` → `~/dotfiles/aws`).
+ * bubblewrap cannot mount there (it follows the link outside the new root: "Can't bind mount …:
+ * No such file or directory", and no sandbox started), and the link, which the sandbox shows,
+ * leads to the real path anyway: the mount goes there. Its source is the same either way (a bind
+ * follows links), so the sandbox sees the same files; a hidden secret is then hidden where its
+ * files really are.
+ */
+function mountPoint(path: string, roots: readonly string[]): string {
+  // The outermost folder shown around it: a link anywhere below it is a link in the sandbox.
+  const outer = roots.filter((root) => root !== path && within(path, root))
+    .sort((a, b) => a.length - b.length)[0];
+  if (outer === undefined) return path;
+  const real = realPath(path);
+  const realOuter = realPath(outer);
+  if (real === undefined || realOuter === undefined) return path;
+  return real === join(realOuter, relative(outer, path)) ? path : real;
 }
 
 /**
@@ -144,6 +174,7 @@ export function bwrapArgs(
     }
   }
   mounts.push(...locked.map((path) => ({ path, kind: "lock" as const })));
+  for (const mount of mounts) mount.path = mountPoint(mount.path, visible);
   mounts.sort((a, b) => depth(a.path) - depth(b.path) || PRECEDENCE[a.kind] - PRECEDENCE[b.kind]);
   const seen = new Set<string>();
   const remount: string[] = [];

@@ -114,6 +114,46 @@ Deno.test("bwrapArgs: a more specific path wins, a deny wins at the same path, s
   assert(!text.includes("/nowhere"), "a secret nothing shows is not rendered");
 });
 
+Deno.test("bwrapArgs: a path through a link inside a shown folder is mounted where the link leads; elsewhere as named", async () => {
+  await using ws = tempWorkspace();
+  const home = `${ws.dir}/home`;
+  ws.write("home/dotfiles/aws/credentials", "KEY");
+  ws.write("home/shared/node_modules/x/index.js", "");
+  ws.write("home/code/app/README.md", "");
+  Deno.symlinkSync(`${home}/dotfiles/aws`, `${home}/.aws`);
+  Deno.symlinkSync(`${home}/shared/node_modules`, `${home}/code/app/node_modules`);
+  const outside = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "pml-link-" }));
+  try {
+    Deno.symlinkSync(`${home}/shared/node_modules`, `${outside}/node_modules`);
+    const args = bwrapArgs(
+      {
+        ...EMPTY,
+        read: [
+          home,
+          `${home}/code/app/node_modules`,
+          `${home}/code/app/node_modules/x`,
+          `${outside}/node_modules`,
+        ],
+        denyRead: [`${home}/.aws`, `${home}/dotfiles/aws`],
+      },
+      "/",
+      ["x"],
+    );
+    const text = args.join(" ");
+    const bound = (path: string) => text.includes(`--ro-bind-try ${path} ${path}`);
+    assert(bound(`${home}/shared/node_modules`), text);
+    assert(bound(`${home}/shared/node_modules/x`), text);
+    assert(!text.includes(`${home}/code/app/node_modules`), text);
+    // Hidden where its files are, once (bubblewrap could not mount on the link).
+    assertEquals(text.split(`--tmpfs ${home}/dotfiles/aws`).length, 2, text);
+    assert(!text.includes(`${home}/.aws`), text);
+    // A link that no shown folder holds is mounted as named: the path must exist inside.
+    assert(bound(`${outside}/node_modules`), text);
+  } finally {
+    Deno.removeSync(outside, { recursive: true });
+  }
+});
+
 Deno.test("detectOsSandbox: a PATH without bwrap says what to install", () => {
   const status = detectOsSandbox("/nonexistent", "bubblewrap");
   assert(!status.available);
