@@ -27,7 +27,7 @@ import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.
 import { copyPackageWithDependencies } from "../../packages/pml/src/testing/node_modules.ts";
 import { connectStdio, runPml } from "../e2e/_spawn.ts";
 import { Server } from "../../packages/pml/src/sdk/server.ts";
-import { WebStandardStreamableHTTPServerTransport } from "../../packages/pml/src/sdk/http_server.ts";
+import { serveMcp } from "../../packages/pml/src/testing/mcp_http.ts";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "../../packages/pml/src/sdk/types.ts";
 
 /**
@@ -355,26 +355,16 @@ Deno.test("attack: rug pull through a hand-written private_mcps entry: pins kept
  */
 function remoteServer(tools: () => unknown[]) {
   const called: string[] = [];
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-    if (req.method === "GET") return new Response(null, { status: 405 });
+  const served = serveMcp(() => {
     const server = new Server({ name: "remote", version: "1" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools() as never[] }));
     server.setRequestHandler(CallToolRequestSchema, (r) => {
       called.push(r.params.name);
       return { content: [{ type: "text", text: `ran ${r.params.name}` }] };
     });
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    return await transport.handleRequest(req);
+    return server;
   });
-  return {
-    url: `http://127.0.0.1:${http.addr.port}/mcp`,
-    called,
-    [Symbol.asyncDispose]: () => http.shutdown(),
-  };
+  return { url: served.url, called, [Symbol.asyncDispose]: () => served[Symbol.asyncDispose]() };
 }
 
 Deno.test("attack: a brought remote server: the agent approves its writing tool, then it rug-pulls on the next connection", async () => {

@@ -7,11 +7,11 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { tempWorkspace, testConfig } from "../testing/workspace.ts";
+import { serveMcp } from "../testing/mcp_http.ts";
 import { startEverything } from "../../../server/tests/upstream.ts";
 import { Client } from "../sdk/client.ts";
 import { Server } from "../sdk/server.ts";
 import { InMemoryTransport } from "../sdk/in_memory.ts";
-import { WebStandardStreamableHTTPServerTransport } from "../sdk/http_server.ts";
 import { InMemoryTaskStore } from "../sdk/tasks.ts";
 import {
   CallToolRequestSchema,
@@ -104,8 +104,7 @@ Deno.test("tasks: a fronted server's question while its task waits (input_requir
  */
 function taskServer() {
   const store = new InMemoryTaskStore();
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-    if (req.method === "GET") return new Response(null, { status: 405 });
+  const served = serveMcp(() => {
     const server = new Server(
       { name: "jobs", version: "1" },
       {
@@ -131,18 +130,9 @@ function taskServer() {
       }
       return { task };
     });
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    return await transport.handleRequest(req);
+    return server;
   });
-  return {
-    url: `http://127.0.0.1:${http.addr.port}/mcp`,
-    store,
-    [Symbol.asyncDispose]: () => http.shutdown(),
-  };
+  return { url: served.url, store, [Symbol.asyncDispose]: () => served[Symbol.asyncDispose]() };
 }
 
 Deno.test("tasks: listed and pinned with execution; a task cancelled through PML is cancelled on the server; a plain call of a tool that requires a task gets its result", async () => {
