@@ -12,8 +12,9 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
+import { detectOsSandbox } from "../../packages/pml/src/sandbox/os_sandbox.ts";
 
-type Out = { code: number; stdout: string; stderr: string };
+type Out = { code: number; stdout: string; stderr: string; hint?: string };
 
 function parse(result: unknown): Out {
   const text = textOf(result);
@@ -154,6 +155,38 @@ Deno.test("workflow git (nested, worktree, clone): ordinary repositories a comma
   );
   assertEquals(after.code, 0, after.stderr);
   assertEquals(after.stdout.split("\n").map((l) => l.trim()).filter(Boolean), ["2", "1", "0", "2"]);
+});
+
+Deno.test("workflow git worktree remove: an existing linked worktree's git files stay read-only, so git cannot remove it from the sandbox; the result says a human does, and how", async () => {
+  await using git = await gitWorkspace();
+  const { ws, run } = git;
+  const made = await run(
+    "git init -q && git add a.txt && git commit -q -m first && git worktree add -q wt -b feature",
+  );
+  assertEquals(made.code, 0, made.stderr);
+  // The next call: the worktree exists, its `.git` file and `.git/worktrees/wt` are bound
+  // (behind Landlock, which cannot bind, they are put back after the command instead).
+  const removed = await run("git worktree remove wt");
+  // What git reads to find the worktree's repository is as it was.
+  assertEquals(
+    Deno.readTextFileSync(join(ws.dir, ".git", "worktrees", "wt", "commondir")),
+    "../..\n",
+  );
+  assertStringIncludes(Deno.readTextFileSync(join(ws.dir, "wt", ".git")), ".git/worktrees/wt");
+  if (!("bwrap" in detectOsSandbox(Deno.env.get("PATH")))) return;
+  assert(removed.code !== 0, JSON.stringify(removed));
+  assertStringIncludes(removed.stderr, "Device or resource busy");
+  assertStringIncludes(removed.hint ?? "", `"${join(ws.dir, "wt")}" holds files the sandbox keeps`);
+  assertStringIncludes(removed.hint ?? "", "git worktree remove --force");
+  // The human's command the hint names, outside the sandbox, removes it.
+  const human = await new Deno.Command("git", {
+    args: ["worktree", "remove", "--force", "wt"],
+    cwd: ws.dir,
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  assertEquals(human.code, 0, new TextDecoder().decode(human.stderr));
+  assertEquals((await run("git worktree list | wc -l")).stdout.trim(), "1");
 });
 
 Deno.test("workflow npm: package.json edits that are not hooks stay, and npm runs the scripts one names", async () => {

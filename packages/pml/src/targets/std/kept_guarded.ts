@@ -167,6 +167,9 @@ export function restoreGuarded(guarded: GuardedSnapshot): string[] {
       if (now && (now.kind !== "dir" || kept.kind !== "dir")) {
         Deno.removeSync(path, { recursive: true });
       }
+      // Its folder too, when the command removed it (`git worktree remove` takes
+      // `.git/worktrees/<name>` with its `commondir` and `gitdir`).
+      Deno.mkdirSync(dirname(path), { recursive: true });
       if (kept.kind === "dir") {
         Deno.mkdirSync(path, { recursive: true });
         Deno.chmodSync(path, kept.mode);

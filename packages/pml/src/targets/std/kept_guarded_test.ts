@@ -41,3 +41,22 @@ Deno.test("kept guarded files: changed, removed, replaced by a new folder or mov
   // Nothing changed: nothing to put back.
   assertEquals(restoreGuarded(snapshotGuarded(guardedPaths(roots), roots)), []);
 });
+
+Deno.test("kept guarded files: a guarded file whose folder the command removed is put back with its folder", async () => {
+  await using ws = tempWorkspace();
+  ws.write(".git/config", "[core]\n");
+  ws.write(".git/HEAD", "ref: refs/heads/main\n");
+  ws.write(".git/worktrees/wt/HEAD", "ref: refs/heads/wt\n");
+  ws.write(".git/worktrees/wt/commondir", "../..\n");
+  ws.write(".git/worktrees/wt/gitdir", `${join(ws.dir, "wt", ".git")}\n`);
+  ws.write("wt/.git", `gitdir: ${join(ws.dir, ".git", "worktrees", "wt")}\n`);
+  const roots = [ws.dir];
+  const kept = snapshotGuarded(guardedPaths(roots), roots);
+  // What `git worktree remove wt` does.
+  Deno.removeSync(join(ws.dir, "wt"), { recursive: true });
+  Deno.removeSync(join(ws.dir, ".git", "worktrees", "wt"), { recursive: true });
+  const changed = restoreGuarded(kept);
+  assert(changed.includes(join(ws.dir, "wt", ".git")), JSON.stringify(changed));
+  assertEquals(ws.read(".git/worktrees/wt/commondir"), "../..\n");
+  assertEquals(ws.read("wt/.git"), `gitdir: ${join(ws.dir, ".git", "worktrees", "wt")}\n`);
+});

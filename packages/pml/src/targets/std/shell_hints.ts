@@ -89,7 +89,8 @@ const PATH_OF = [/[‘'"`]([^’'"`\n]+)[’'"`]/, /cannot create ([^:\n]+):/];
  */
 export function shellHint(r: ShellRefusal): string | undefined {
   const output = `${r.stdout}\n${r.stderr}`;
-  const hints = [netHint(r, output), writeHint(r, output)].filter((h) => h !== undefined);
+  const hints = [netHint(r, output), writeHint(r, output), busyHint(r, output)]
+    .filter((h) => h !== undefined);
   if (!hints.length) return undefined;
   return [...hints, ...(hints.some((h) => h.includes('"sandbox":')) ? [TRUST] : [])].join(" ");
 }
@@ -140,4 +141,31 @@ function writeHint(r: ShellRefusal, output: string): string | undefined {
     path ? `, not "${path}"` : ""
   } (caches go to its private /tmp). A human grants a folder in .pml.json with ` +
     `"sandbox": {"write": [${JSON.stringify(folder)}]}.`;
+}
+
+/** git's words when it cannot delete a folder (`git worktree remove`, `git worktree prune`). */
+const GIT_NOT_DELETED = /failed to delete '([^'\n]+)': Device or resource busy/;
+/** A path that could not be removed or moved because something is mounted on it or inside it. */
+const BUSY = /[‘'"`]([^’'"`\n]+)[’'"`]: Device or resource busy|EBUSY[^'\n]*'([^'\n]+)'/;
+
+/**
+ * A folder the command could not remove or move (`Device or resource busy`): it holds files the
+ * sandbox keeps read-only by binding them, so the folder is a mount point or holds one. A linked
+ * worktree is the common case: its `.git` file and `.git/worktrees/<name>` are such files, so git
+ * cannot remove it from the sandbox (docs/security.md "Protected files").
+ */
+function busyHint(r: ShellRefusal, output: string): string | undefined {
+  const git = GIT_NOT_DELETED.exec(output);
+  const m = git ?? BUSY.exec(output);
+  const given = m?.[1] ?? m?.[2];
+  if (given === undefined) return undefined;
+  const path = resolve(r.workspace, given);
+  if (![r.workspace, ...r.write].some((root) => within(path, root))) return undefined;
+  const what = `"${path}" holds files the sandbox keeps read-only (a linked worktree's .git file ` +
+    `and .git/worktrees/<name>, .git/config, hooks, control files): it cannot be removed or ` +
+    `moved from the sandbox, and no grant opens it.`;
+  return git
+    ? `${what} A linked worktree is removed by a human, outside the sandbox: \`git worktree ` +
+      `remove --force <its path>\` (git may have deleted its checked-out files before it stopped).`
+    : what;
 }
