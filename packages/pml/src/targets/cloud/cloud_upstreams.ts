@@ -104,7 +104,8 @@ export class CloudUpstreams implements Upstreams {
       if (session && !ended) release = session.adopt(opts);
     });
     return {
-      deliver: (message) => void opening.then((session) => session?.deliver(message)),
+      // What the call's own stream brings is the call's, whatever else is in flight.
+      deliver: (message) => void opening.then((session) => session?.deliver(message, opts)),
       end: () => {
         ended = true;
         release?.();

@@ -80,6 +80,8 @@ export interface ServerAnswers {
   readonly calls: () => ReadonlySet<CallInFlight>;
   /** Aborted once `call` has ended (at once when it has already). */
   readonly ended: (call: CallInFlight) => AbortSignal;
+  /** The call whose own stream brought the message being handled, when one did. */
+  readonly delivered?: () => CallInFlight | undefined;
   /** The session's tasks of the server's requests asked as tasks (its `taskStore`). */
   readonly tasks: TaskRuns;
   readonly toolsChanged: () => void;
@@ -90,13 +92,17 @@ const AMBIGUOUS = Symbol("ambiguous");
 
 /**
  * The call in flight that takes the server's `key` (its sampling, elicitation or log line): the
- * oldest that can, when every call in flight is of one MCP session; {@link AMBIGUOUS} when they
- * are of several; `undefined` when no call can.
+ * one whose own stream brought it (`delivered`), if it is still in flight; otherwise the oldest
+ * that can, when every call in flight is of one MCP session; {@link AMBIGUOUS} when they are of
+ * several; `undefined` when no call can.
  */
 function callFor(
-  calls: ReadonlySet<CallInFlight>,
+  answers: ServerAnswers,
   key: "sample" | "elicit" | "log",
 ): CallInFlight | typeof AMBIGUOUS | undefined {
+  const calls = answers.calls();
+  const delivered = answers.delivered?.();
+  if (delivered) return calls.has(delivered) && delivered[key] ? delivered : undefined;
   let taker: CallInFlight | undefined;
   let first: CallInFlight | undefined;
   for (const c of calls) {
@@ -135,7 +141,7 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
   });
   answerSampling(client, server, answers, cancels);
   client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
-    const call = callFor(answers.calls(), "elicit");
+    const call = callFor(answers, "elicit");
     if (call === AMBIGUOUS) throw ambiguous(server, "elicitation/create");
     const { task, ...asked } = request.params;
     const ask = async (signal: AbortSignal): Promise<ElicitResult> => {
@@ -165,7 +171,7 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     const logger = n.params.logger ? `${server}/${n.params.logger}` : server;
     const params = { ...n.params, logger };
-    const call = callFor(answers.calls(), "log");
+    const call = callFor(answers, "log");
     if (!call || call === AMBIGUOUS) {
       return answers.hub?.broadcast(server, { method: "notifications/message", params });
     }
@@ -251,7 +257,7 @@ function answerSampling(
   cancels: Map<RequestId, AbortController>,
 ): void {
   client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-    const call = callFor(answers.calls(), "sample");
+    const call = callFor(answers, "sample");
     if (call === AMBIGUOUS) throw ambiguous(server, "sampling/createMessage");
     if (!call) {
       throw new McpError(

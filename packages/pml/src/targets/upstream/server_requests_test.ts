@@ -193,3 +193,30 @@ Deno.test("server requests: with calls of two MCP sessions in flight, a question
   up.release();
   assertEquals(textOf(await held), "held");
 });
+
+Deno.test("server requests: a message that came on a call's own stream (a registry http MCP's, through the cloud) is that call's, whatever other sessions' calls are in flight", async () => {
+  await using up = await upstream();
+  const asked: string[] = [];
+  const logs: string[] = [];
+  const calls = ["a", "b"].map((who) => ({
+    timeoutMs: 10_000,
+    clientSession: {},
+    elicit: () =>
+      Promise.resolve(void asked.push(who)).then(() => ({ action: "decline" as const })),
+    log: () => Promise.resolve(void logs.push(who)),
+  }));
+  const released = calls.map((c) => up.session.adopt(c));
+  up.session.deliver(
+    { jsonrpc: "2.0", id: 900, method: "elicitation/create", params: ASK },
+    calls[1],
+  );
+  up.session.deliver(
+    { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x" } },
+    calls[0],
+  );
+  for (let i = 0; i < 200 && (!asked.length || !logs.length); i++) {
+    await new Promise((r) => setTimeout(r));
+  }
+  assertEquals([asked, logs], [["b"], ["a"]]);
+  for (const release of released) release();
+});

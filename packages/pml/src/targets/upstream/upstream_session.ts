@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Client } from "../../sdk/client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
 import type { Transport } from "../../sdk/transport.ts";
@@ -89,6 +90,8 @@ export class UpstreamSession {
   readonly #inFlightCalls = new Set<CallInFlight>();
   /** Aborted when its call ends; made only for a call a question was relayed for. */
   readonly #ends = new WeakMap<CallInFlight, AbortController>();
+  /** The call a message {@link UpstreamSession.deliver}ed came with (its stream says whose). */
+  readonly #delivering = new AsyncLocalStorage<CallInFlight>();
   /** The last guard given to {@link UpstreamSession.verifyOnce}, run again on `list_changed`. */
   #guard?: { verify: VerifyTools; timeoutMs: number };
   #verified?: Promise<void>;
@@ -137,6 +140,7 @@ export class UpstreamSession {
       hub: opts.hub,
       calls: () => opened.session ? opened.session.#inFlightCalls : new Set(),
       ended: (call) => opened.session!.#ended(call),
+      delivered: () => opened.session && opened.session.#delivering.getStore(),
       tasks: taskStore,
       toolsChanged: () => opened.session && opened.session.#toolsChanged(),
     });
@@ -261,11 +265,16 @@ export class UpstreamSession {
   /**
    * Takes a message of the server that reached PML another way (the stream of a call the cloud
    * answered): checked as the SDK's transport checks what it reads, then handled as if the
-   * session's transport had brought it, its answer sent on it.
+   * session's transport had brought it, its answer sent on it. With `call` (the {@link
+   * UpstreamSession.adopt}ed call whose stream brought it), a request or log line in it belongs to
+   * that call, whatever other calls are in flight.
    */
-  deliver(message: unknown): void {
+  deliver(message: unknown, call?: UpstreamCallOptions): void {
     const parsed = JSONRPCMessageSchema.safeParse(message);
-    if (parsed.success) this.#transport.onmessage?.(parsed.data);
+    if (!parsed.success) return;
+    const handle = () => this.#transport.onmessage?.(parsed.data);
+    if (call) this.#delivering.run(call, handle);
+    else handle();
   }
 
   /**
