@@ -51,13 +51,22 @@ Deno.test("attack: a resource URI naming another registry MCP, or one the worksp
   const ok = await client.readResource({ uri: "demo://open/resource/dynamic/text/1" });
   assertEquals(ok.contents[0].uri, "demo://open/resource/dynamic/text/1");
 
-  // A URI of a server the workspace does not allow (nor lists its key): refused, and the cloud
+  // A URI or prompt of a server the workspace does not allow (nor lists its key): refused first,
+  // naming the `allow` line (not the missing key, which allowing would still need), and the cloud
   // is not asked; one of no server at all is unknown.
   const before = cloud.seen.length;
   const refused = await assertRejects(() =>
     client.readResource({ uri: "demo://upstream/resource/dynamic/text/1" })
   );
-  assert(String(refused).includes('needs your API key "UPSTREAM_TOKEN"'), String(refused));
+  assert(String(refused).includes('add "upstream:resource" to permissions.allow'), String(refused));
+  assert(!String(refused).includes("API key"), String(refused));
+  const refusedPrompt = await assertRejects(() =>
+    client.getPrompt({ name: "upstream__simple-prompt", arguments: {} })
+  );
+  assert(
+    String(refusedPrompt).includes('add "upstream:prompt" to permissions.allow'),
+    String(refusedPrompt),
+  );
   const unknown = await assertRejects(() =>
     client.readResource({ uri: "demo://nosuch/resource/dynamic/text/1" })
   );
@@ -101,6 +110,23 @@ Deno.test("attack: a denied registry MCP's resources are neither listed nor read
   // Its prompts are another id, still allowed.
   const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
   assert(prompts.includes("upstream__simple-prompt"), prompts.join(", "));
+});
+
+Deno.test("attack: a registry MCP the workspace allows but whose key is missing says so, and sends nothing", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url);
+  await using ws = tempWorkspace({
+    permissions: { allow: ["open", "upstream"], ask: [], deny: [] },
+  });
+  const env: Record<string, string> = cloudEnv(cloud);
+  delete env.UPSTREAM_TOKEN;
+  await using client = await connectStdio(ws, { env });
+  const before = cloud.seen.length;
+  const noKey = await assertRejects(() =>
+    client.readResource({ uri: "demo://upstream/resource/dynamic/text/1" })
+  );
+  assert(String(noKey).includes('needs your API key "UPSTREAM_TOKEN"'), String(noKey));
+  assert(!cloud.seen.slice(before).some((s) => s.headers["x-pml-server"] === "upstream"));
 });
 
 /** An SDK client straight at the cloud's relay of `server`, with these extra headers. */

@@ -55,6 +55,13 @@ export interface SurfaceDeps {
  */
 export const SURFACE_LIST_BOUND_MS = 10_000;
 
+/** A fronted server, before its session is opened. */
+interface Owned {
+  readonly server: string;
+  readonly origin: Upstreams["origin"];
+  readonly up: Upstreams;
+}
+
 /** One fronted server with its session. */
 interface Fronted {
   readonly server: string;
@@ -101,24 +108,29 @@ export class Surface {
     return lists.flat();
   }
 
-  /** `resources/read` of a PML URI: the owner's permission, then its server's read. */
+  /**
+   * `resources/read` of a PML URI: the owner's permission, then its server's read. The permission
+   * comes before the session is opened: a refusal names the `allow` line, whatever opening it
+   * would have said (a missing API key, a server to start), and nothing is sent.
+   */
   async readResource(uri: string, channel: CallChannel): Promise<ReadResourceResult> {
-    const { fronted, own } = await this.#owner(uri);
-    await this.#allow(resourceId(fronted.server), fronted, `read "${uri}"`, channel);
+    const { owned, own } = await this.#owner(uri);
+    await this.#allow(resourceId(owned.server), owned, `read "${uri}"`, channel);
+    const fronted = await this.#resourceSession(owned, uri);
     const result = await fronted.session.readResource(own, this.#bound(channel));
     this.#audited("resource_read", fronted, { uri });
     return result;
   }
 
   async subscribe(uri: string, channel: CallChannel): Promise<void> {
-    const { fronted, own } = await this.#owner(uri);
-    await this.#allow(resourceId(fronted.server), fronted, `watch "${uri}"`, channel);
-    await fronted.session.subscribe(own, this.#bound(channel));
+    const { owned, own } = await this.#owner(uri);
+    await this.#allow(resourceId(owned.server), owned, `watch "${uri}"`, channel);
+    await (await this.#resourceSession(owned, uri)).session.subscribe(own, this.#bound(channel));
   }
 
   async unsubscribe(uri: string, channel: CallChannel): Promise<void> {
-    const { fronted, own } = await this.#owner(uri);
-    await fronted.session.unsubscribe(own, this.#bound(channel));
+    const { owned, own } = await this.#owner(uri);
+    await (await this.#resourceSession(owned, uri)).session.unsubscribe(own, this.#bound(channel));
   }
 
   /** `prompts/list`: every fronted server's prompts under PML's names (`server__prompt`). */
@@ -148,8 +160,10 @@ export class Surface {
     args: Record<string, string> | undefined,
     channel: CallChannel,
   ): Promise<GetPromptResult> {
-    const { fronted, own } = await this.#promptOwner(name);
-    await this.#allow(promptId(fronted.server), fronted, `get the prompt "${own}"`, channel);
+    const { owned, own } = await this.#promptOwner(name);
+    await this.#allow(promptId(owned.server), owned, `get the prompt "${own}"`, channel);
+    const fronted = await this.#session(owned);
+    if (!fronted) throw unknownPrompt(name);
     const result = await fronted.session.getPrompt(own, args, this.#bound(channel));
     this.#audited("prompt_get", fronted, { prompt: own });
     return result;
@@ -159,25 +173,23 @@ export class Surface {
   async complete(params: CompleteRequestParams, channel: CallChannel): Promise<CompleteResult> {
     const ref = params.ref;
     const found = ref.type === "ref/prompt"
-      ? await this.#promptOwner(ref.name).then(({ fronted, own }) => ({
-        fronted,
+      ? await this.#promptOwner(ref.name).then(({ owned, own }) => ({
+        owned,
         ref: { ...ref, name: own },
       }))
-      : await this.#owner(ref.uri).then(({ fronted, own }) => ({
-        fronted,
+      : await this.#owner(ref.uri).then(({ owned, own }) => ({
+        owned,
         ref: { ...ref, uri: own },
       }));
     const empty = { completion: { values: [], hasMore: false } };
-    const id = ref.type === "ref/prompt" ? promptId(found.fronted.server) : resourceId(
-      found.fronted.server,
+    const id = ref.type === "ref/prompt" ? promptId(found.owned.server) : resourceId(
+      found.owned.server,
     );
     // Suggestions read nothing the agent did not list; a denied server's are never asked for.
     if (this.#d.permissions.check(id) === "deny") return empty;
-    if (!found.fronted.session.capabilities.completions) return empty;
-    return await found.fronted.session.complete(
-      { ...params, ref: found.ref },
-      this.#bound(channel),
-    );
+    const fronted = await this.#session(found.owned);
+    if (!fronted?.session.capabilities.completions) return empty;
+    return await fronted.session.complete({ ...params, ref: found.ref }, this.#bound(channel));
   }
 
   /** `logging/setLevel`: every running server that logs gets it, and each one started later. */
@@ -219,39 +231,40 @@ export class Surface {
     return (await Promise.all(jobs)).filter((r): r is Awaited<T> => r !== undefined);
   }
 
-  /** The server a name of {@link Surface.listPrompts} belongs to, and its own name. */
-  async #promptOwner(name: string): Promise<{ fronted: Fronted; own: string }> {
+  /** The server a name of {@link Surface.listPrompts} belongs to (not opened), and its own name. */
+  async #promptOwner(name: string): Promise<{ owned: Owned; own: string }> {
     const known = this.#prompts.get(name);
     const id = known ? undefined : idOfExposedName(name);
     const server = known?.server ?? id?.slice(0, id.indexOf(":"));
     const own = known?.name ?? id?.slice(id.indexOf(":") + 1);
-    const fronted = server && own ? await this.#fronted(server) : undefined;
-    if (!fronted || own === undefined) {
-      throw new PmlError(
-        "UNKNOWN_PROMPT",
-        `Unknown prompt "${name}": no MCP of this workspace provides it; see prompts/list`,
-      );
-    }
-    return { fronted, own };
+    const owned = server && own ? await this.#owned(server) : undefined;
+    if (!owned || own === undefined) throw unknownPrompt(name);
+    return { owned, own };
   }
 
-  /** The server a PML URI belongs to, and its own URI. */
-  async #owner(uri: string): Promise<{ fronted: Fronted; own: string }> {
+  /** The server a PML URI belongs to (not opened), and its own URI. */
+  async #owner(uri: string): Promise<{ owned: Owned; own: string }> {
     const parsed = fromPmlUri(uri);
-    const fronted = parsed && await this.#fronted(parsed.server);
-    if (!parsed || !fronted) {
-      throw new PmlError(
-        "UNKNOWN_RESOURCE",
-        `Unknown resource "${uri}": no MCP of this workspace serves it; see resources/list`,
-      );
-    }
-    return { fronted, own: parsed.uri };
+    const owned = parsed && await this.#owned(parsed.server);
+    if (!parsed || !owned) throw unknownResource(uri);
+    return { owned, own: parsed.uri };
   }
 
-  async #fronted(server: string): Promise<Fronted | undefined> {
+  async #owned(server: string): Promise<Owned | undefined> {
     const up = this.#owners.get(server) ?? await this.#ownerOf(server);
-    const session = await up?.session(server);
-    return up && session && { server, origin: up.origin, session };
+    return up && { server, origin: up.origin, up };
+  }
+
+  /** The session of an owned server, opened now if need be (`undefined`: its pin changed). */
+  async #session(owned: Owned): Promise<Fronted | undefined> {
+    const session = await owned.up.session(owned.server);
+    return session && { server: owned.server, origin: owned.origin, session };
+  }
+
+  async #resourceSession(owned: Owned, uri: string): Promise<Fronted> {
+    const fronted = await this.#session(owned);
+    if (!fronted) throw unknownResource(uri);
+    return fronted;
   }
 
   /** The first target's {@link Upstreams} that fronts `server` (kept: a server has one owner). */
@@ -271,7 +284,12 @@ export class Surface {
    * Decides `id` as a tool call is decided: `deny` refuses, `allow` runs, `ask` asks the human
    * through the client's elicitation; without one (or unanswered) it is refused with how to allow.
    */
-  async #allow(id: string, f: Fronted, what: string, channel: CallChannel): Promise<void> {
+  async #allow(
+    id: string,
+    f: Pick<Fronted, "server" | "origin">,
+    what: string,
+    channel: CallChannel,
+  ): Promise<void> {
     const decision = this.#d.permissions.check(id);
     if (decision === "allow") return;
     if (decision === "deny") {
@@ -322,4 +340,18 @@ export class Surface {
   #audited(event: AuditEvent, f: Fronted, fields: Record<string, unknown>): void {
     void this.#d.audit.write(event, { server: f.server, origin: f.origin, ...fields });
   }
+}
+
+function unknownResource(uri: string): PmlError {
+  return new PmlError(
+    "UNKNOWN_RESOURCE",
+    `Unknown resource "${uri}": no MCP of this workspace serves it; see resources/list`,
+  );
+}
+
+function unknownPrompt(name: string): PmlError {
+  return new PmlError(
+    "UNKNOWN_PROMPT",
+    `Unknown prompt "${name}": no MCP of this workspace provides it; see prompts/list`,
+  );
 }
