@@ -41,6 +41,7 @@ import { isPmlError } from "../../errors.ts";
 import { toPmlUri } from "./resource_uri.ts";
 import type { UpstreamHub } from "./upstream_hub.ts";
 import type { TaskRuns } from "./upstream_tasks.ts";
+import type { CallInFlight, CallsInFlight } from "./calls_in_flight.ts";
 
 /** Progress of a request, as the other side reports it. */
 export type ProgressReport = (p: { progress: number; total?: number; message?: string }) => void;
@@ -64,24 +65,11 @@ export type ServerElicit = (
 /** Relays one log line of the server to the client of a call (its logger labelled). */
 export type ServerLog = (params: LoggingMessageNotification["params"]) => Promise<void>;
 
-/** A call in flight on a session, as the server's requests and log lines find it. */
-export interface CallInFlight {
-  readonly sample?: ServerSample;
-  readonly elicit?: ServerElicit;
-  readonly log?: ServerLog;
-  /** The MCP session of PML's client that made the call (`CallContext.clientSession`). */
-  readonly clientSession?: object;
-}
-
 /** Who answers for a session: its calls in flight, the hub, and its tool guard. */
 export interface ServerAnswers {
   readonly hub?: UpstreamHub;
-  /** The calls in flight, oldest first. */
-  readonly calls: () => ReadonlySet<CallInFlight>;
-  /** Aborted once `call` has ended (at once when it has already). */
-  readonly ended: (call: CallInFlight) => AbortSignal;
-  /** The call whose own stream brought the message being handled, when one did. */
-  readonly delivered?: () => CallInFlight | undefined;
+  /** The session's calls in flight. */
+  readonly inFlight: CallsInFlight;
   /** The session's tasks of the server's requests asked as tasks (its `taskStore`). */
   readonly tasks: TaskRuns;
   readonly toolsChanged: () => void;
@@ -100,8 +88,8 @@ function callFor(
   answers: ServerAnswers,
   key: "sample" | "elicit" | "log",
 ): CallInFlight | typeof AMBIGUOUS | undefined {
-  const calls = answers.calls();
-  const delivered = answers.delivered?.();
+  const calls = answers.inFlight.calls;
+  const delivered = answers.inFlight.delivered();
   if (delivered) return calls.has(delivered) && delivered[key] ? delivered : undefined;
   let taker: CallInFlight | undefined;
   let first: CallInFlight | undefined;
@@ -150,7 +138,7 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
       // Withdrawn once the call it is relayed for has ended.
       return await call.elicit!(
         { ...asked, message: elicitationLabel(server) + asked.message },
-        AbortSignal.any([signal, answers.ended(call)]),
+        AbortSignal.any([signal, answers.inFlight.ended(call)]),
       );
     };
     if (task) return await asTask(extra, answers.tasks, task, ask);
@@ -280,7 +268,7 @@ function answerSampling(
           }).catch(() => {});
       const { task, ...asked } = withoutProgressToken(request.params);
       const sample = call.sample!;
-      const ended = answers.ended(call);
+      const ended = answers.inFlight.ended(call);
       if (task) {
         return await asTask(
           extra,

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { Client } from "../../sdk/client.ts";
 import { lazySchemaValidator } from "../../sdk/validation.ts";
 import type { Transport } from "../../sdk/transport.ts";
@@ -28,51 +27,17 @@ import {
   JSONRPCMessageSchema,
   ReadResourceResultSchema,
 } from "../../sdk/types.ts";
-import type { CallContext } from "../target.ts";
 import { TransportCalls } from "./transport_calls.ts";
-import {
-  answerServer,
-  type CallInFlight,
-  CLIENT_TASKS,
-  type ProgressReport,
-  type ServerElicit,
-  type ServerLog,
-  type ServerSample,
-} from "./server_requests.ts";
+import { answerServer, CLIENT_TASKS } from "./server_requests.ts";
+import type { UpstreamCallOptions, VerifyTools } from "./call_options.ts";
 import type { UpstreamHub } from "./upstream_hub.ts";
+import { CallsInFlight } from "./calls_in_flight.ts";
 import { blockWithPmlUris, namesResources, toPmlUri } from "./resource_uri.ts";
-import { callAsTask, type TaskCall, TaskRuns, TaskSupport } from "./upstream_tasks.ts";
+import { callAsTask, TaskRuns, TaskSupport } from "./upstream_tasks.ts";
 
 export type { ProgressReport, ServerSample } from "./server_requests.ts";
 
-/** Checks the server's own tool list (the rug-pull guard, `tool_guard.ts`); rejects on a change. */
-export type VerifyTools = (listTools: () => Promise<readonly Tool[]>) => Promise<void>;
-
-/** Options of one call on a session. */
-export interface UpstreamCallOptions {
-  readonly timeoutMs: number;
-  readonly signal?: AbortSignal;
-  readonly onprogress?: ProgressReport;
-  /** Answers a `sampling/createMessage` the server sends while this call runs. */
-  readonly sample?: ServerSample;
-  /** Relays an `elicitation/create` the server sends while this call runs (labelled its). */
-  readonly elicit?: ServerElicit;
-  /** Relays a log message of the server during this call (on the call's own stream). */
-  readonly log?: ServerLog;
-  /**
-   * Checks the server before the first call on this session (run by the caller, see
-   * {@link UpstreamSession.callTool}); a rejection fails the call and the check runs again on the
-   * next one.
-   */
-  readonly verify?: VerifyTools;
-  /** Present when the client runs this call as an MCP task (`upstream_tasks.ts`). */
-  readonly task?: TaskCall;
-  /**
-   * The MCP session of PML's client the call is for: the server's requests are never relayed to
-   * another session's client (`server_requests.ts`).
-   */
-  readonly clientSession?: object;
-}
+export { type UpstreamCallOptions, upstreamCallOptions, type VerifyTools } from "./call_options.ts";
 
 /**
  * See the module documentation. Concurrent calls share the session, multiplexed by JSON-RPC id;
@@ -85,13 +50,8 @@ export class UpstreamSession {
   readonly server: string;
   readonly client: Client;
   readonly #calls: TransportCalls;
-  #inFlight = 0;
-  /** The options of the calls in flight, oldest first: who answers the server's requests. */
-  readonly #inFlightCalls = new Set<CallInFlight>();
-  /** Aborted when its call ends; made only for a call a question was relayed for. */
-  readonly #ends = new WeakMap<CallInFlight, AbortController>();
-  /** The call a message {@link UpstreamSession.deliver}ed came with (its stream says whose). */
-  readonly #delivering = new AsyncLocalStorage<CallInFlight>();
+  /** The options of the calls in flight: who answers the server's requests. */
+  readonly #inFlight: CallsInFlight;
   /** The last guard given to {@link UpstreamSession.verifyOnce}, run again on `list_changed`. */
   #guard?: { verify: VerifyTools; timeoutMs: number };
   #verified?: Promise<void>;
@@ -102,9 +62,15 @@ export class UpstreamSession {
 
   readonly #transport: Transport;
 
-  private constructor(server: string, client: Client, transport: Transport) {
+  private constructor(
+    server: string,
+    client: Client,
+    transport: Transport,
+    inFlight: CallsInFlight,
+  ) {
     this.server = server;
     this.client = client;
+    this.#inFlight = inFlight;
     this.#calls = new TransportCalls(transport);
     this.#transport = transport;
   }
@@ -134,13 +100,12 @@ export class UpstreamSession {
         taskStore,
       },
     );
-    // Filled in once the session object exists (the handlers need its calls in flight).
+    // Filled in once the session object exists (the handlers need its tool guard).
     const opened: { session?: UpstreamSession } = {};
+    const inFlight = new CallsInFlight();
     answerServer(client, server, {
       hub: opts.hub,
-      calls: () => opened.session ? opened.session.#inFlightCalls : new Set(),
-      ended: (call) => opened.session!.#ended(call),
-      delivered: () => opened.session && opened.session.#delivering.getStore(),
+      inFlight,
       tasks: taskStore,
       toolsChanged: () => opened.session && opened.session.#toolsChanged(),
     });
@@ -150,7 +115,7 @@ export class UpstreamSession {
       onclose?.();
     };
     await client.connect(transport, { timeout: opts.timeoutMs });
-    const session = opened.session = new UpstreamSession(server, client, transport);
+    const session = opened.session = new UpstreamSession(server, client, transport, inFlight);
     const hub = opts.hub;
     if (hub) {
       const closed = hub.open({
@@ -167,7 +132,7 @@ export class UpstreamSession {
   }
 
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#inFlight.count;
   }
 
   /** The server's `tools/list` (every page), definitions as it gave them. */
@@ -210,8 +175,7 @@ export class UpstreamSession {
     args: Record<string, unknown>,
     opts: UpstreamCallOptions,
   ): Promise<CallToolResult> {
-    this.#inFlight++;
-    this.#inFlightCalls.add(opts);
+    this.#inFlight.start(opts);
     try {
       const params = { name, arguments: args };
       const decided = this.#taskSupport.asTask(
@@ -229,18 +193,8 @@ export class UpstreamSession {
         ? { ...result, content: result.content.map((b) => blockWithPmlUris(this.server, b)) }
         : result;
     } finally {
-      this.#inFlight--;
-      this.#inFlightCalls.delete(opts);
-      this.#ends.get(opts)?.abort(new Error(`The call of ${name} ended`));
+      this.#inFlight.end(opts, `The call of ${name} ended`);
     }
-  }
-
-  /** Aborted once the call of `opts` has ended (at once when it is not in flight). */
-  #ended(opts: CallInFlight): AbortSignal {
-    if (!this.#inFlightCalls.has(opts)) return AbortSignal.abort(new Error("The call ended"));
-    let end = this.#ends.get(opts);
-    if (!end) this.#ends.set(opts, end = new AbortController());
-    return end.signal;
   }
 
   /**
@@ -250,15 +204,12 @@ export class UpstreamSession {
    * for a call of the session's own.
    */
   adopt(opts: UpstreamCallOptions): () => void {
-    this.#inFlight++;
-    this.#inFlightCalls.add(opts);
+    this.#inFlight.start(opts);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.#inFlight--;
-      this.#inFlightCalls.delete(opts);
-      this.#ends.get(opts)?.abort(new Error("The call ended"));
+      this.#inFlight.end(opts, "The call ended");
     };
   }
 
@@ -273,7 +224,7 @@ export class UpstreamSession {
     const parsed = JSONRPCMessageSchema.safeParse(message);
     if (!parsed.success) return;
     const handle = () => this.#transport.onmessage?.(parsed.data);
-    if (call) this.#delivering.run(call, handle);
+    if (call) this.#inFlight.deliver(call, handle);
     else handle();
   }
 
@@ -403,39 +354,4 @@ export interface RequestBound {
 
 function bound(opts: RequestBound): { timeout: number; signal?: AbortSignal } {
   return { timeout: opts.timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) };
-}
-
-/**
- * The options of a call on a session from the target's {@link CallContext}: its bound, signal and
- * progress, and the server's sampling requests answered under `sampling:<server>` with the MCP's
- * `allowedToolPatterns` as the model's tools.
- */
-export function upstreamCallOptions(
-  server: string,
-  ctx: Pick<
-    CallContext,
-    "signal" | "progress" | "sample" | "serverElicit" | "log" | "task" | "clientSession"
-  >,
-  opts: { timeoutMs: number; allowedToolPatterns: readonly string[]; verify?: VerifyTools },
-): UpstreamCallOptions {
-  return {
-    timeoutMs: opts.timeoutMs,
-    signal: ctx.signal,
-    onprogress: ctx.progress
-      ? (p) => void ctx.progress!(p.progress, p.total, p.message).catch(() => {})
-      : undefined,
-    sample: ctx.sample
-      ? (params, signal, onprogress) =>
-        ctx.sample!(server, params, {
-          allowedToolPatterns: opts.allowedToolPatterns,
-          signal,
-          onprogress,
-        })
-      : undefined,
-    elicit: ctx.serverElicit,
-    log: ctx.log,
-    verify: opts.verify,
-    task: ctx.task,
-    clientSession: ctx.clientSession,
-  };
 }

@@ -1,0 +1,70 @@
+/**
+ * The calls in flight on one {@link UpstreamSession}, oldest first: who answers the server's
+ * requests and log lines (`server_requests.ts`). Each has a signal aborted when it ends (a question
+ * relayed for it is then withdrawn), and a message that came on a call's own stream (a registry
+ * http MCP's, through the cloud) is known to be that call's while it is handled.
+ *
+ * @module
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { ServerElicit, ServerLog, ServerSample } from "./server_requests.ts";
+
+/** A call in flight on a session, as the server's requests and log lines find it. */
+export interface CallInFlight {
+  readonly sample?: ServerSample;
+  readonly elicit?: ServerElicit;
+  readonly log?: ServerLog;
+  /** The MCP session of PML's client that made the call (`CallContext.clientSession`). */
+  readonly clientSession?: object;
+}
+
+/** See the module documentation. */
+export class CallsInFlight {
+  #count = 0;
+  readonly #calls = new Set<CallInFlight>();
+  /** Aborted when its call ends; made only for a call a question was relayed for. */
+  readonly #ends = new WeakMap<CallInFlight, AbortController>();
+  /** The call a message being handled came with (its stream says whose). */
+  readonly #delivering = new AsyncLocalStorage<CallInFlight>();
+
+  /** How many calls are in flight. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** The calls in flight, oldest first. */
+  get calls(): ReadonlySet<CallInFlight> {
+    return this.#calls;
+  }
+
+  /** `call` is in flight until {@link CallsInFlight.end}. */
+  start(call: CallInFlight): void {
+    this.#count++;
+    this.#calls.add(call);
+  }
+
+  /** `call` has ended: what was relayed for it is withdrawn (`reason`). */
+  end(call: CallInFlight, reason: string): void {
+    this.#count--;
+    this.#calls.delete(call);
+    this.#ends.get(call)?.abort(new Error(reason));
+  }
+
+  /** Aborted once `call` has ended (at once when it is not in flight). */
+  ended(call: CallInFlight): AbortSignal {
+    if (!this.#calls.has(call)) return AbortSignal.abort(new Error("The call ended"));
+    let end = this.#ends.get(call);
+    if (!end) this.#ends.set(call, end = new AbortController());
+    return end.signal;
+  }
+
+  /** Runs `handle` (what a message of `call`'s own stream starts) as `call`'s. */
+  deliver(call: CallInFlight, handle: () => void): void {
+    this.#delivering.run(call, handle);
+  }
+
+  /** The call whose own stream brought the message being handled, when one did. */
+  delivered(): CallInFlight | undefined {
+    return this.#delivering.getStore();
+  }
+}
