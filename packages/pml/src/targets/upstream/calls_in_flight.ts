@@ -1,8 +1,9 @@
 /**
  * The calls in flight on one {@link UpstreamSession}, oldest first: who answers the server's
  * requests and log lines (`server_requests.ts`). Each has a signal aborted when it ends (a question
- * relayed for it is then withdrawn), and a message that came on a call's own stream (a registry
- * http MCP's, through the cloud) is known to be that call's while it is handled.
+ * relayed for it is then withdrawn). A message is known to be one call's when it came on that
+ * call's own stream (a registry http MCP's, through the cloud, while it is handled) or names the
+ * server's task that call runs as (`io.modelcontextprotocol/related-task`).
  *
  * @module
  */
@@ -26,6 +27,9 @@ export class CallsInFlight {
   readonly #ends = new WeakMap<CallInFlight, AbortController>();
   /** The call a message being handled came with (its stream says whose). */
   readonly #delivering = new AsyncLocalStorage<CallInFlight>();
+  /** The calls in flight that run as a task of the server, by the server's task id, and back. */
+  readonly #byTask = new Map<string, CallInFlight>();
+  readonly #taskOf = new WeakMap<CallInFlight, string>();
 
   /** How many calls are in flight. */
   get count(): number {
@@ -48,6 +52,20 @@ export class CallsInFlight {
     this.#count--;
     this.#calls.delete(call);
     this.#ends.get(call)?.abort(new Error(reason));
+    const task = this.#taskOf.get(call);
+    if (task !== undefined) this.#byTask.delete(task);
+  }
+
+  /** `call` runs as the server's task `taskId`. */
+  ranAs(call: CallInFlight, taskId: string): void {
+    if (!this.#calls.has(call)) return;
+    this.#byTask.set(taskId, call);
+    this.#taskOf.set(call, taskId);
+  }
+
+  /** The call in flight that runs as the server's task `taskId`. */
+  ofTask(taskId: string): CallInFlight | undefined {
+    return this.#byTask.get(taskId);
   }
 
   /** Aborted once `call` has ended (at once when it is not in flight). */

@@ -1,10 +1,11 @@
 /**
  * What a fronted server asks of its client, PML, and what it tells it (docs/surface.md): its
  * sampling, elicitation and `roots/list` requests answered, its log lines, list changes and
- * resource updates passed on. A request or a log line during a call goes to the oldest call in
- * flight that can take it, on that call's own stream, when every call in flight is of one MCP
- * session of PML's clients (over stdio nothing links it to its call; calls of one server share its
- * permissions). With calls of several sessions in flight nothing says whose it is: a request is
+ * resource updates passed on. A request or a log line during a call goes to the call it names
+ * (by the server's task that call runs as) or came with (`CallsInFlight`), else to the oldest
+ * call in flight that can take it, on that call's own stream, when every call in flight is of one
+ * MCP session of PML's clients (over stdio nothing links it to its call; calls of one server
+ * share its permissions). With calls of several sessions in flight nothing says whose it is: a request is
  * refused, so that it never reaches another session's client, and a log line goes to every client
  * as one outside a call does, through the {@link UpstreamHub}, within its bound. A question
  * relayed is withdrawn from the client (`notifications/cancelled`) when the server cancels it, or
@@ -31,6 +32,7 @@ import {
   LoggingMessageNotificationSchema,
   McpError,
   PromptListChangedNotificationSchema,
+  RELATED_TASK_META_KEY,
   type RequestId,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
@@ -79,18 +81,24 @@ export interface ServerAnswers {
 const AMBIGUOUS = Symbol("ambiguous");
 
 /**
- * The call in flight that takes the server's `key` (its sampling, elicitation or log line): the
- * one whose own stream brought it (`delivered`), if it is still in flight; otherwise the oldest
- * that can, when every call in flight is of one MCP session; {@link AMBIGUOUS} when they are of
- * several; `undefined` when no call can.
+ * The call in flight that takes the server's `key` (its sampling, elicitation or log line, whose
+ * `_meta` is `meta`): the one whose own stream brought it (`delivered`), if it is still in flight;
+ * the one that runs as the server's task it names (`io.modelcontextprotocol/related-task`);
+ * otherwise the oldest that can, when every call in flight is of one MCP session; {@link
+ * AMBIGUOUS} when they are of several; `undefined` when no call can.
  */
 function callFor(
   answers: ServerAnswers,
   key: "sample" | "elicit" | "log",
+  meta?: Record<string, unknown>,
 ): CallInFlight | typeof AMBIGUOUS | undefined {
-  const calls = answers.inFlight.calls;
-  const delivered = answers.inFlight.delivered();
+  const inFlight = answers.inFlight;
+  const calls = inFlight.calls;
+  const delivered = inFlight.delivered();
   if (delivered) return calls.has(delivered) && delivered[key] ? delivered : undefined;
+  const related = (meta?.[RELATED_TASK_META_KEY] as { taskId?: unknown } | undefined)?.taskId;
+  const ofTask = typeof related === "string" ? inFlight.ofTask(related) : undefined;
+  if (ofTask) return ofTask[key] ? ofTask : undefined;
   let taker: CallInFlight | undefined;
   let first: CallInFlight | undefined;
   for (const c of calls) {
@@ -129,7 +137,7 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
   });
   answerSampling(client, server, answers, cancels);
   client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
-    const call = callFor(answers, "elicit");
+    const call = callFor(answers, "elicit", request.params._meta);
     if (call === AMBIGUOUS) throw ambiguous(server, "elicitation/create");
     const { task, ...asked } = request.params;
     const ask = async (signal: AbortSignal): Promise<ElicitResult> => {
@@ -159,7 +167,7 @@ export function answerServer(client: Client, server: string, answers: ServerAnsw
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     const logger = n.params.logger ? `${server}/${n.params.logger}` : server;
     const params = { ...n.params, logger };
-    const call = callFor(answers, "log");
+    const call = callFor(answers, "log", n.params._meta);
     if (!call || call === AMBIGUOUS) {
       return answers.hub?.broadcast(server, { method: "notifications/message", params });
     }
@@ -245,7 +253,7 @@ function answerSampling(
   cancels: Map<RequestId, AbortController>,
 ): void {
   client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
-    const call = callFor(answers, "sample");
+    const call = callFor(answers, "sample", request.params._meta);
     if (call === AMBIGUOUS) throw ambiguous(server, "sampling/createMessage");
     if (!call) {
       throw new McpError(

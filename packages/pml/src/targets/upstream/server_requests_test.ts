@@ -19,6 +19,7 @@ import {
   ListToolsRequestSchema,
   type ServerNotification,
 } from "../../sdk/types.ts";
+import { InMemoryTaskMessageQueue, InMemoryTaskStore } from "../../sdk/tasks.ts";
 import { UpstreamSession } from "./upstream_session.ts";
 import { UpstreamHub } from "./upstream_hub.ts";
 import { elicitationLabel, type ServerElicit } from "./server_requests.ts";
@@ -41,12 +42,32 @@ async function upstream() {
     gate = Promise.withResolvers<void>();
   };
   const server = new Server({ name: "up", version: "1" }, {
-    capabilities: { tools: {}, logging: {} },
+    capabilities: { tools: {}, logging: {}, tasks: { requests: { tools: { call: {} } } } },
+    taskStore: new InMemoryTaskStore(),
+    taskMessageQueue: new InMemoryTaskMessageQueue(),
   });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [] }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [{
+      name: "job",
+      inputSchema: { type: "object" as const },
+      execution: { taskSupport: "optional" as const },
+    }],
+  }));
   server.setRequestHandler(CallToolRequestSchema, async (r, extra) => {
     const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] });
     const mode = r.params.arguments?.mode;
+    if (r.params.name === "job") {
+      // As a task: its question names the task (related-task), its answer is the task's result.
+      const store = extra.taskStore!;
+      const task = await store.createTask({ ttl: 60_000, pollInterval: 10 });
+      // Queued for the client's tasks/result, which it reads once the task waits for input.
+      await store.updateTaskStatus(task.taskId, "input_required");
+      void server.request({ method: "elicitation/create", params: ASK }, ElicitResultSchema, {
+        relatedTask: { taskId: task.taskId },
+      }).then((a) => text(a.action), (err: Error) => text(`refused: ${err.message}`))
+        .then((result) => store.storeTaskResult(task.taskId, "completed", result));
+      return { task };
+    }
     if (r.params.name === "hold") {
       await held();
       return text("held");
@@ -219,4 +240,24 @@ Deno.test("server requests: a message that came on a call's own stream (a regist
   }
   assertEquals([asked, logs], [["b"], ["a"]]);
   for (const release of released) release();
+});
+
+Deno.test("server requests: a question that names the server's task of a call (related-task) is that call's, whatever other sessions' calls are in flight", async () => {
+  await using up = await upstream();
+  const asked: string[] = [];
+  const call = (who: string) => ({
+    timeoutMs: 10_000,
+    clientSession: {},
+    elicit: () => Promise.resolve(void asked.push(who)).then(() => ({ action: "accept" as const })),
+  });
+  const held = up.session.callTool("hold", {}, call("a"));
+  held.catch(() => {/* awaited below; a failure first must not hide behind it */});
+  const job = await up.session.callTool("job", {}, {
+    ...call("b"),
+    task: { started: () => {}, status: () => {} },
+  });
+  assertEquals(textOf(job), "accept");
+  assertEquals(asked, ["b"]);
+  up.release();
+  await held;
 });

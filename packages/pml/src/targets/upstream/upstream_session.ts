@@ -186,7 +186,10 @@ export class UpstreamSession {
       );
       const asTask = typeof decided === "boolean" ? decided : await decided;
       const result = asTask
-        ? await callAsTask(this.client, params, opts)
+        ? await callAsTask(this.client, params, {
+          ...opts,
+          onServerTask: (taskId) => this.#inFlight.ranAs(opts, taskId),
+        })
         : await this.#calls.call(params, opts);
       // A resource the result names reads back through PML (resource_uri.ts).
       return namesResources(result.content)

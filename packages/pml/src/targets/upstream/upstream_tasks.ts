@@ -152,6 +152,8 @@ export interface TaskCallOptions {
   readonly signal?: AbortSignal;
   readonly onprogress?: ProgressReport;
   readonly task?: TaskCall;
+  /** The server made its task (its id): what the server then sends about it is this call's. */
+  readonly onServerTask?: (taskId: string) => void;
 }
 
 /**
@@ -179,6 +181,7 @@ export async function callAsTask(
     for await (const message of stream) {
       if (message.type === "taskCreated") {
         taskId = message.task.taskId;
+        opts.onServerTask?.(taskId);
         if (opts.signal?.aborted) cancel();
         else opts.task?.started(message.task);
       } else if (message.type === "taskStatus") {
