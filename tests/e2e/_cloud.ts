@@ -203,10 +203,14 @@ export async function startCloud(
     calls: () => seen.filter((s) => s.rpc === "tools/call"),
     start,
     async stop() {
+      mcp.endStreams();
       await server?.shutdown();
       server = undefined;
     },
     async [Symbol.asyncDispose]() {
+      // As `pml-server serve` does: the streams it holds open (a relay's GET) end first, else the
+      // shutdown waits for them.
+      mcp.endStreams();
       await server?.shutdown();
       await mcp.close();
       await store.close();

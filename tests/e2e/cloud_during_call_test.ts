@@ -18,6 +18,7 @@ import {
   ElicitRequestSchema,
   type LoggingMessageNotification,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
 } from "../../packages/pml/src/sdk/types.ts";
 import { elicitationLabel } from "../../packages/pml/src/targets/upstream/server_requests.ts";
 import { startCloud, startUpstream } from "./_cloud.ts";
@@ -32,6 +33,7 @@ export const DURING_CALL_TOOLS = [
   "trigger-elicitation-request",
   "trigger-sampling-request",
   "toggle-simulated-logging",
+  "toggle-subscriber-updates",
 ];
 
 /** A client that samples and elicits, and what it saw of the server. */
@@ -146,6 +148,80 @@ Deno.test("e2e cloud during a call: a registry http MCP's progress, elicitation 
       assertEquals(through, labelled(server, through), `pml serve → cloud → ${server}`);
     }
   }
+});
+
+/** Waits (at most `ms`) for `done`. */
+async function until(done: () => boolean, ms = 9000): Promise<void> {
+  for (const end = Date.now() + ms; !done() && Date.now() < end;) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * What the client sees of what the server sends outside a request: its simulated log lines, and
+ * the updates of a resource it subscribed to (`uri`: the server's URI, or PML's of it).
+ */
+async function outsideRequests(transport: Transport, prefix: string, uri: string) {
+  const client = new Client({ name: "e2e", version: "1" }, { capabilities: {} });
+  const logs: LoggingMessageNotification["params"][] = [];
+  const updated: string[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));
+  client.setNotificationHandler(
+    ResourceUpdatedNotificationSchema,
+    (n) => void updated.push(n.params.uri),
+  );
+  await client.connect(transport);
+  try {
+    const toggle = (name: string) => client.callTool({ name: `${prefix}${name}`, arguments: {} });
+    await toggle("toggle-simulated-logging");
+    await until(() => logs.length > 0);
+    await toggle("toggle-simulated-logging");
+    await client.subscribeResource({ uri });
+    await toggle("toggle-subscriber-updates");
+    await until(() => updated.includes(uri));
+    await toggle("toggle-subscriber-updates");
+    await client.unsubscribeResource({ uri });
+    return {
+      logged: logs.length > 0,
+      loggers: [...new Set(logs.map((l) => l.logger))],
+      updated: updated.includes(uri),
+    };
+  } finally {
+    await client.close();
+  }
+}
+
+Deno.test("e2e cloud outside a request: a registry http MCP's log lines and the updates of a subscribed resource through pml stdio and pml serve, as direct", async () => {
+  await using upstream = await startUpstream();
+  await using cloud = await startCloud(upstream.url, undefined, { tools: DURING_CALL_TOOLS });
+  await using ws = tempWorkspace({
+    permissions: { allow: ["open"], ask: [], deny: [] },
+  });
+  const env = { PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key, PML_CLOUD_TIMEOUT_MS: "5000" };
+  const own = "demo://resource/static/document/architecture.md";
+  const pml = "demo://open/resource/static/document/architecture.md";
+  const direct = await outsideRequests(
+    new StreamableHTTPClientTransport(new URL(`${upstream.url}/o/mcp`)),
+    "",
+    own,
+  );
+  assertEquals(direct, { logged: true, loggers: [undefined], updated: true }, "the probe works");
+  const through = { logged: true, loggers: ["open"], updated: true };
+  assertEquals(
+    await outsideRequests(
+      new StdioClientTransport({ command: PML_BIN, args: ["stdio"], env: pmlEnv(ws, env) }),
+      "open__",
+      pml,
+    ),
+    through,
+    "pml stdio → cloud → open",
+  );
+  await using serve = await spawnServe(ws, env);
+  assertEquals(
+    await outsideRequests(new StreamableHTTPClientTransport(new URL(serve.url)), "open__", pml),
+    through,
+    "pml serve → cloud → open",
+  );
 });
 
 Deno.test("e2e cloud during a call: cancellation both ways, the client's of a call and the server's of its question, through pml stdio", async () => {

@@ -66,6 +66,7 @@ export async function serveCommand(config: ServerConfig, io: CliIo): Promise<num
     const stop = () => {
       io.stderr("pml-server: shutting down");
       void guard?.close();
+      mcp.endStreams(); // a shutdown waits for every response to end, GET streams included
       server.shutdown();
     };
     Deno.addSignalListener("SIGINT", stop);

@@ -69,6 +69,11 @@ export class ServerRequests {
 
 const encoder = new TextEncoder();
 
+/** One SSE event carrying `message`, as Streamable HTTP writes them. */
+export function sseEvent(message: unknown): Uint8Array {
+  return encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
 /** See the module documentation. One per proxied request; `end()` once its answer is known. */
 export class CallStream {
   /** The caller's progress token, when it asked for progress. */
@@ -162,9 +167,7 @@ export class CallStream {
   /** Writes one event (scrubbed); false when it was dropped. */
   #write(message: Message): boolean {
     if (this.#ended) return false;
-    const event = encoder.encode(
-      `event: message\ndata: ${JSON.stringify(scrubbed(message, this.#keys))}\n\n`,
-    );
+    const event = sseEvent(scrubbed(message, this.#keys));
     const controller = this.#controller;
     if (controller) {
       if ((controller.desiredSize ?? 0) <= -MAX_QUEUED) return false;
@@ -206,7 +209,7 @@ export class CallStream {
           if (this.#ended) return; // the caller went away
           this.end();
           // The answer is the caller's own: scrubbed by whoever made it, never dropped.
-          controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(answer)}\n\n`));
+          controller.enqueue(sseEvent(answer));
           controller.close();
         });
       },

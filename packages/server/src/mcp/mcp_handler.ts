@@ -9,9 +9,10 @@
  * Tools: `pml:search` (exposed `pml__search`), `pml:execute` (see `execute.ts`), the server-routed
  * std modules (`json`, `math`, `text`) and the tools of every `http` registry entry. `tools/call`
  * accepts the exposed name and the tool id. BYOK keys come from the request's `X-PML-BYOK` header
- * and serve that request only. `GET` and `DELETE` answer 405: there is no server-initiated stream
- * and no session. A request carrying `X-PML-Server: <namespace>` is for that http entry's own
- * resources, prompts and completions (`surface_relay.ts`); its tools are listed here with
+ * and serve that request only. `DELETE`, and a `GET` without `X-PML-Server`, answer 405: there is
+ * no session. A request carrying `X-PML-Server: <namespace>` is for that http entry's own
+ * resources, prompts and completions (`surface_relay.ts`), and a `GET` carrying it is the stream of
+ * what that server sends outside a request (`relayStream`); its tools are listed here with
  * `_meta["pml/kind"]: "http"`, which tells the pml package which namespaces to ask.
  *
  * A `tools/call` of an http tool is answered on an SSE stream when its server sends something
@@ -47,7 +48,7 @@ import {
 import { type CatalogSnapshot, ToolCatalog } from "./tool_catalog.ts";
 import { RequestTransport } from "./request_transport.ts";
 import { UpstreamSessions } from "./upstream_sessions.ts";
-import { relaySurface, SERVER_HEADER } from "./surface_relay.ts";
+import { relayStream, relaySurface, SERVER_HEADER } from "./surface_relay.ts";
 import { CallStream, ServerRequests } from "./call_stream.ts";
 
 /** Dependencies of {@link createMcpHandler}; only `store` is required. */
@@ -78,7 +79,11 @@ export interface McpHandlerDeps {
  * The handler, plus `close()` for the sandboxes of `pml:execute` and the proxy's upstream sessions
  * (call it on shutdown).
  */
-export type ClosableMcpHandler = McpHandler & { close(): Promise<void> };
+export type ClosableMcpHandler = McpHandler & {
+  close(): Promise<void>;
+  /** Ends the GET streams it holds open, so that a server's shutdown does not wait for them. */
+  endStreams(): void;
+};
 
 const SERVER_INFO = { name: "pml-server", version: "0.1.0" };
 const INSTRUCTIONS = "PML server: pml__search finds tools of the PML registry by intent; " +
@@ -150,6 +155,15 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const inFlight = new Map<string, AbortController>();
 
   const handler = async (request: Request, context: McpRequestContext): Promise<Response> => {
+    const namespace = request.headers.get(SERVER_HEADER);
+    if (request.method === "GET" && namespace !== null) {
+      // The stream of what that server sends outside a request (surface_relay.ts).
+      const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
+      const snapshot = await catalog.snapshot();
+      const owner = context.apiKey.id;
+      const relayed = { request, parsedBody: undefined, namespace, snapshot, keys, owner };
+      return await relayStream(relayed, { sessions, log, timeoutMs: proxyTimeoutMs });
+    }
     if (request.method !== "POST") return methodNotAllowed();
     const keys = parseByokHeader(request.headers.get(BYOK_HEADER));
     const parsedBody = context.parsedBody ??
@@ -164,7 +178,6 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
       packageClient: request.headers.get(CLIENT_HEADER)?.trim().toLowerCase() === "package",
       owner,
     };
-    const namespace = request.headers.get(SERVER_HEADER);
     if (namespace !== null) {
       const relayed = { request, parsedBody, namespace, ...requestContext };
       return await relaySurface(relayed, { sessions, log, timeoutMs: proxyTimeoutMs });
@@ -224,7 +237,7 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const close = async () => {
     await Promise.all([executor.close(), sessions.close(), shared.close()]);
   };
-  return Object.assign(handler, { close });
+  return Object.assign(handler, { close, endStreams: () => sessions.endStreams() });
 }
 
 /** What the tool handlers need of the HTTP request they answer. */
@@ -358,7 +371,8 @@ function methodNotAllowed(): Response {
   return jsonRpcError(
     405,
     -32000,
-    "Method not allowed: this MCP endpoint is stateless (POST only, no SSE stream, no session)",
+    "Method not allowed: this MCP endpoint is stateless (POST; a GET stream only of the server " +
+      "X-PML-Server names; no session)",
     { allow: "POST" },
   );
 }

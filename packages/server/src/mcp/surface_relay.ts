@@ -3,9 +3,10 @@
  * read), prompts (list, get) and completions, relayed to its remote server (docs/cloud.md,
  * "Resources, prompts and completions"). A POST to `/mcp` carrying `X-PML-Server: <namespace>` is
  * an MCP request to that one server: this endpoint answers `initialize` with what the server
- * offers of these (its own capabilities, less subscriptions, list changes and logging: the
- * endpoint is stateless, with no stream to carry them), and every other request by asking the
- * server on the proxy's upstream session of this caller's key (`upstream_sessions.ts`).
+ * offers of these (its own capabilities, logging, subscriptions and list changes among them), and
+ * every other request by asking the server on the proxy's upstream session of this caller's key
+ * and API key (`upstream_sessions.ts`). A GET carrying the header is the SSE stream of what the
+ * server sends on that session outside a request ({@link relayStream}: "Outside a request").
  *
  * Nothing is renamed here: URIs and prompt names are the server's own, and the pml package puts
  * them under the server's namespace as it does for a server it fronts itself (docs/surface.md).
@@ -22,6 +23,7 @@ import { Server } from "./sdk/server.ts";
 import {
   CompleteRequestSchema,
   CompleteResultSchema,
+  EmptyResultSchema,
   ErrorCode,
   GetPromptRequestSchema,
   GetPromptResultSchema,
@@ -35,10 +37,18 @@ import {
   ReadResourceRequestSchema,
   ReadResourceResultSchema,
   type ServerCapabilities,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
 } from "./sdk/types.ts";
+import { MAX_QUEUED, sseEvent } from "./call_stream.ts";
 import { bareMessage } from "../../../pml/src/targets/call_errors.ts";
 import type { CatalogSnapshot, CatalogTool } from "./tool_catalog.ts";
 import type { UpstreamSessions, UpstreamTarget } from "./upstream_sessions.ts";
+
+/** How often a GET stream carries a comment (ms). */
+const KEEP_ALIVE_MS = 25_000;
+const KEEP_ALIVE = new TextEncoder().encode(": keep-alive\n\n");
 
 /** The header naming the registry http MCP a request is for. */
 export const SERVER_HEADER = "x-pml-server";
@@ -69,26 +79,9 @@ export interface RelayRequest {
  */
 export async function relaySurface(req: RelayRequest, deps: RelayDeps): Promise<Response> {
   const { namespace, keys } = req;
-  const entry = req.snapshot.tools.find((t) =>
-    t.kind === "http" && t.http && t.id.startsWith(`${namespace}:`)
-  );
-  if (!entry) {
-    return refusal(
-      404,
-      `No HTTP MCP "${namespace.slice(0, 100)}" in this registry: X-PML-Server names the ` +
-        `namespace of an http entry (see pml__search)`,
-    );
-  }
-  const missing = entry.envRequired.filter((name) => !keys.has(name));
-  if (missing.length) {
-    return refusal(
-      403,
-      `API_KEY_REQUIRED: the MCP server "${namespace}" needs the API key ${missing.join(", ")}: ` +
-        `pml sends it (X-PML-BYOK) when .pml.json "env" lists it and it is set`,
-    );
-  }
-  const target = upstreamOf(entry, keys, req.owner);
-  const origin = new URL(entry.http!.proxyTo).origin;
+  const found = upstreamFor(req);
+  if (found instanceof Response) return found;
+  const { target, origin } = found;
   const failed = (error: unknown): Error => {
     const why = error instanceof McpError ? bareMessage(error) : (error as Error).message;
     const message = redact(`The MCP server "${namespace}" (${origin}) failed: ${why}`, keys);
@@ -106,11 +99,23 @@ export async function relaySurface(req: RelayRequest, deps: RelayDeps): Promise<
   } catch (error) {
     return refusal(502, failed(error).message);
   }
+  // What the server sends outside a request comes on the GET stream (`relayStream`).
   const server = new Server({ name: namespace, version: "relay" }, {
     capabilities: {
-      ...(offered.resources ? { resources: {} } : {}),
-      ...(offered.prompts ? { prompts: {} } : {}),
+      ...(offered.resources
+        ? {
+          resources: {
+            ...(offered.resources.subscribe ? { subscribe: true } : {}),
+            ...(offered.resources.listChanged ? { listChanged: true } : {}),
+          },
+        }
+        : {}),
+      ...(offered.prompts
+        ? { prompts: offered.prompts.listChanged ? { listChanged: true } : {} }
+        : {}),
+      ...(offered.tools?.listChanged ? { tools: { listChanged: true } } : {}),
       ...(offered.completions ? { completions: {} } : {}),
+      ...(offered.logging ? { logging: {} } : {}),
     },
   });
   /** One request passed on as it came, its answer checked by `schema` and scrubbed. */
@@ -144,6 +149,19 @@ export async function relaySurface(req: RelayRequest, deps: RelayDeps): Promise<
       ReadResourceRequestSchema,
       relay("resources/read", ReadResourceResultSchema),
     );
+    if (offered.resources.subscribe) {
+      server.setRequestHandler(
+        SubscribeRequestSchema,
+        relay("resources/subscribe", EmptyResultSchema),
+      );
+      server.setRequestHandler(
+        UnsubscribeRequestSchema,
+        relay("resources/unsubscribe", EmptyResultSchema),
+      );
+    }
+  }
+  if (offered.logging) {
+    server.setRequestHandler(SetLevelRequestSchema, relay("logging/setLevel", EmptyResultSchema));
   }
   if (offered.prompts) {
     server.setRequestHandler(
@@ -169,6 +187,94 @@ export async function relaySurface(req: RelayRequest, deps: RelayDeps): Promise<
     await server.close();
     throw error;
   }
+}
+
+/**
+ * The GET stream of the caller's upstream session of its server (Streamable HTTP's stream of what a
+ * server sends outside a request): its log lines, list changes and resource updates, scrubbed of
+ * the caller's keys, first what came while no stream was open (`UpstreamSessions.listen`); the
+ * session stays open while the stream does. Refused as {@link relaySurface} refuses, 429 past the
+ * streams one session takes.
+ */
+export async function relayStream(req: RelayRequest, deps: RelayDeps): Promise<Response> {
+  const found = upstreamFor(req);
+  if (found instanceof Response) return found;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let stop: (() => void) | undefined;
+  // A comment now and then: a caller gone away is seen at the next write, and its stream ended.
+  const keepAlive = setInterval(() => {
+    try {
+      controller.enqueue(KEEP_ALIVE);
+    } catch {
+      end();
+    }
+  }, KEEP_ALIVE_MS);
+  Deno.unrefTimer(keepAlive);
+  const end = () => {
+    clearInterval(keepAlive);
+    stop?.();
+  };
+  const body = new ReadableStream<Uint8Array>({
+    start: (c) => void (controller = c),
+    cancel: end,
+  });
+  try {
+    stop = await deps.sessions.listen(found.target, {
+      send: (notification) => {
+        // A caller that does not read: what does not fit is dropped.
+        if ((controller.desiredSize ?? 0) <= -MAX_QUEUED) return;
+        controller.enqueue(sseEvent(scrubbed(notification, req.keys)));
+      },
+      close: () => {
+        end();
+        try {
+          controller.close();
+        } catch { /* closed by the caller already */ }
+      },
+    });
+  } catch (error) {
+    clearInterval(keepAlive);
+    const why = redact((error as Error).message, req.keys);
+    deps.log(`pml-server: no stream of "${req.namespace}": ${why}`);
+    return refusal(
+      error instanceof RangeError ? 429 : 502,
+      `No stream of "${req.namespace}": ${why}`,
+    );
+  }
+  return new Response(body, {
+    status: 200,
+    headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" },
+  });
+}
+
+/**
+ * The upstream session's target for `req`'s server and the caller's keys, or the refusal: 404 when
+ * no http entry has that namespace, 403 when a key it needs is missing.
+ */
+function upstreamFor(req: RelayRequest): { target: UpstreamTarget; origin: string } | Response {
+  const { namespace, keys } = req;
+  const entry = req.snapshot.tools.find((t) =>
+    t.kind === "http" && t.http && t.id.startsWith(`${namespace}:`)
+  );
+  if (!entry) {
+    return refusal(
+      404,
+      `No HTTP MCP "${namespace.slice(0, 100)}" in this registry: X-PML-Server names the ` +
+        `namespace of an http entry (see pml__search)`,
+    );
+  }
+  const missing = entry.envRequired.filter((name) => !keys.has(name));
+  if (missing.length) {
+    return refusal(
+      403,
+      `API_KEY_REQUIRED: the MCP server "${namespace}" needs the API key ${missing.join(", ")}: ` +
+        `pml sends it (X-PML-BYOK) when .pml.json "env" lists it and it is set`,
+    );
+  }
+  return {
+    target: upstreamOf(entry, keys, req.owner),
+    origin: new URL(entry.http!.proxyTo).origin,
+  };
 }
 
 /** The upstream of `entry` with this caller's key placed as the entry says. */

@@ -1,8 +1,9 @@
 /**
  * The http proxy's upstream MCP sessions, reused from call to call: one SDK `Client` on a
- * `StreamableHTTPClientTransport` per (upstream URL, outgoing header set). The header set holds
- * the caller's BYOK key, so two users' keys never share a session, and a key reaches only the
- * session opened with it. Opening a session per call (`initialize`, `notifications/initialized`,
+ * `StreamableHTTPClientTransport` per (upstream URL, outgoing header set, caller's API key). The
+ * header set holds the caller's BYOK key, so two users' keys never share a session, and a key
+ * reaches only the session opened with it; what a server sends on a session outside a request
+ * (its GET stream) goes to that caller's listeners alone ({@link UpstreamSessions.listen}). Opening a session per call (`initialize`, `notifications/initialized`,
  * the call, `DELETE`) cost the upstream several times the call itself.
  *
  * The SDK `Client` opens the session (`initialize`, session id, protocol version); each
@@ -33,7 +34,13 @@ import { checkToolResult } from "../../../pml/src/sdk/tool_result.ts";
 import { sha256Hex } from "../registry/hash.ts";
 import { Client } from "./sdk/client.ts";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "./sdk/http_client.ts";
-import { type CallToolResult, CallToolResultSchema, ErrorCode, McpError } from "./sdk/types.ts";
+import {
+  type CallToolResult,
+  CallToolResultSchema,
+  ErrorCode,
+  type JSONRPCNotification,
+  McpError,
+} from "./sdk/types.ts";
 
 /** Settings of {@link UpstreamSessions}. */
 export interface UpstreamSessionOptions {
@@ -75,9 +82,24 @@ export interface OpenSession {
   readonly post: PostSession;
 }
 
+/** Takes what a server sends on its session outside a request (`listen`). */
+export interface SessionListener {
+  send(notification: JSONRPCNotification): void;
+  /** The session ended: nothing more comes. */
+  close(): void;
+}
+
+/** Listeners of one session at the most. */
+export const MAX_LISTENERS = 8;
+/** Notifications kept for the first listener while none listens (older ones are dropped). */
+export const MAX_KEPT = 64;
+
 interface Session {
   readonly client: Promise<OpenSession>;
   readonly transport: StreamableHTTPClientTransport;
+  /** Who gets what the server sends outside a request, and what waits for the first of them. */
+  readonly listeners: Set<SessionListener>;
+  kept: JSONRPCNotification[];
   calls: number;
   /** When the last call ended (`performance.now()`). */
   idleSince: number;
@@ -159,12 +181,56 @@ export class UpstreamSessions {
         if (attempt === 0 && reused && sessionGone(error)) continue;
         throw error;
       } finally {
-        session.calls--;
-        if (session.calls === 0 && this.#sessions.get(id) === session) {
-          session.idleSince = performance.now();
-          session.idle ??= this.#endWhenIdle(id, session, this.#idleMs);
-        }
+        this.#release(id, session);
       }
+    }
+  }
+
+  /**
+   * Passes what the server of `target` sends outside a request (its log lines, list changes,
+   * resource updates) to `listener`, first what came while nobody listened (at most
+   * {@link MAX_KEPT}); the session stays open while listened to. The function returned stops it.
+   *
+   * @throws {RangeError} past {@link MAX_LISTENERS} listeners; whatever opening the session threw.
+   */
+  async listen(target: UpstreamTarget, listener: SessionListener): Promise<() => void> {
+    const id = sessionId(target);
+    const session = this.#session(id, target);
+    if (session.listeners.size >= MAX_LISTENERS) {
+      throw new RangeError(`more than ${MAX_LISTENERS} streams of one upstream session`);
+    }
+    session.calls++;
+    try {
+      await session.client;
+    } catch (error) {
+      this.#end(id, session);
+      this.#release(id, session);
+      throw error;
+    }
+    session.listeners.add(listener);
+    for (const notification of session.kept.splice(0)) listener.send(notification);
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      session.listeners.delete(listener);
+      this.#release(id, session);
+    };
+  }
+
+  /** One use of the session ended: when it was the last, the session may end once idle. */
+  #release(id: string, session: Session): void {
+    session.calls--;
+    if (session.calls === 0 && this.#sessions.get(id) === session) {
+      session.idleSince = performance.now();
+      session.idle ??= this.#endWhenIdle(id, session, this.#idleMs);
+    }
+  }
+
+  /** Ends every stream of {@link UpstreamSessions.listen} (a server shutting down), not the sessions. */
+  endStreams(): void {
+    for (const session of this.#sessions.values()) {
+      for (const listener of [...session.listeners]) listener.close();
     }
   }
 
@@ -204,7 +270,24 @@ export class UpstreamSessions {
         },
       }));
     connected.catch(() => {}); // the caller awaiting it sees the failure
-    const session: Session = { client: connected, transport, calls: 0, idleSince: 0 };
+    const session: Session = {
+      client: connected,
+      transport,
+      listeners: new Set(),
+      kept: [],
+      calls: 0,
+      idleSince: 0,
+    };
+    // What the server sends outside a request (on its GET stream, or about a relayed request).
+    client.fallbackNotificationHandler = (notification) => {
+      const message = { jsonrpc: "2.0" as const, ...notification };
+      if (session.listeners.size === 0) {
+        session.kept.push(message);
+        if (session.kept.length > MAX_KEPT) session.kept.shift();
+      }
+      for (const listener of session.listeners) listener.send(message);
+      return Promise.resolve();
+    };
     this.#sessions.set(id, session);
     return session;
   }
@@ -243,6 +326,9 @@ export class UpstreamSessions {
   #end(id: string, session: Session): Promise<void> {
     clearTimeout(session.idle);
     if (this.#sessions.get(id) === session) this.#sessions.delete(id);
+    for (const listener of session.listeners) listener.close();
+    session.listeners.clear();
+    session.kept = [];
     session.ended ??= (async () => {
       const client = (await session.client.catch(() => undefined))?.client;
       await session.transport.terminateSession().catch(() => {});
