@@ -1,4 +1,5 @@
-import { SandboxProcess, type SandboxSpec } from "../sandbox/sandbox_process.ts";
+import { type AheadCalls, SandboxProcess, type SandboxSpec } from "../sandbox/sandbox_process.ts";
+import { aheadKey } from "./read_ahead.ts";
 import { sandboxEntry } from "../paths.ts";
 import { sandboxPolicy } from "../sandbox/policy.ts";
 
@@ -33,8 +34,11 @@ export const WARM_UP_NS = "pml_warm_up";
 /**
  * Code the pool runs in the warm process before an execution takes it. A fresh Deno compiles each
  * function of the runner on first use: this run pays that (and the first `mcp.*` round trips) off
- * the critical path. It declares nothing outside its own function body, so it leaves nothing the
- * next code could see.
+ * the critical path. Its first two calls are given as started ahead ({@link warmUpAhead}), one
+ * outcome there before the call and one after, as `pml:execute` code that only reads gets its
+ * reads (`read_ahead.ts`): the runner's side of that path (the call's key, the take, the wait)
+ * was otherwise compiled during the first execution. It declares nothing outside its own function
+ * body, so it leaves nothing the next code could see.
  */
 const WARM_UP_CODE = `
   const one = await mcp.${WARM_UP_NS}.echo({ n: 1 });
@@ -45,9 +49,27 @@ const WARM_UP_CODE = `
   return one.n + two.n + three.n;`;
 const WARM_UP_RESULT = 6;
 
-/** Answers the warm-up's calls (echo) and only them: this handler serves no other execution. */
+/**
+ * The warm-up's calls `n: 1` and `n: 2` as started ahead: the first one's outcome is sent with the
+ * code, the second one's once the code has taken it (`n: 3` goes as a plain `mcp` call).
+ */
+function warmUpAhead(): AheadCalls {
+  let taken!: () => void;
+  const second = new Promise<unknown>((resolve) => (taken = () => resolve({ n: 2 })));
+  return {
+    keys: [1, 2].map((n) => aheadKey(`${WARM_UP_NS}:echo`, { n })),
+    outcomes: [Promise.resolve({ n: 1 }), second],
+    onTaken: (index) => index === 1 && taken(),
+  };
+}
+
+/**
+ * Answers the warm-up's one live call (`n: 3`) and nothing else: this handler serves no other
+ * execution, and a warm-up whose calls `n: 1` or `n: 2` missed their outcomes started ahead (the
+ * runner's key and the host's differ) fails instead of passing unseen.
+ */
 function answerWarmUp(tool: string, args: unknown): Promise<unknown> {
-  return tool === `${WARM_UP_NS}:echo`
+  return tool === `${WARM_UP_NS}:echo` && (args as { n?: unknown } | null)?.n === 3
     ? Promise.resolve(args)
     : Promise.reject(new Error(`mcp.${tool} is not available here`));
 }
@@ -94,7 +116,7 @@ export class ExecSandboxPool {
       .then(() =>
         proc.call(
           { ns: "exec", action: "run", args: { code: WARM_UP_CODE }, workspace: "/" },
-          { onMcp: answerWarmUp },
+          { onMcp: answerWarmUp, ahead: warmUpAhead() },
         )
       )
       .then((value) => value === WARM_UP_RESULT, () => false);

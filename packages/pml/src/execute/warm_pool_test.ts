@@ -12,7 +12,7 @@ const GLOBALS_CODE = `
     return [String(k), typeof d.value, d.writable ?? "accessor", d.configurable];
   }).sort();`;
 
-Deno.test("exec warm pool: the warm-up runs before the take and leaves no global behind", async () => {
+Deno.test("exec warm pool: the warm-up runs before the take, its first calls taken from reads started ahead, and leaves no global behind", async () => {
   const pool = new ExecSandboxPool(execSandboxSpec());
   try {
     pool.prewarm();
