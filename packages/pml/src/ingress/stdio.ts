@@ -13,6 +13,7 @@ import {
 } from "../sandbox/_idle_gc.ts";
 import { warmUpLoadedAnalysis } from "../execute/plan.ts";
 import { lookAhead } from "../sandbox/look_ahead.ts";
+import { refreshHostViews } from "../sandbox/policy.ts";
 
 /**
  * Serves `gateway` over stdio until stdin closes. Stdout carries JSON-RPC only (everything else
@@ -24,14 +25,18 @@ export function serveStdio(
   gateway: Gateway,
   io: StdioIo = {},
 ): Promise<void> {
-  // The sandbox policies' look at the machine is taken between an agent's calls, not on them.
-  // After the idle collection (which drops compiled code), the analysis of pml:execute is compiled
-  // again off the next call's path (analysis/warm_up.ts).
+  // The sandbox policies' look at the machine is taken between an agent's calls, not on them, and
+  // the analysis of pml:execute is run again with it: after the idle collection (which drops
+  // compiled code) and after a pause without one, its first run paid ~0.3 ms more
+  // (analysis/warm_up.ts, docs/speed.md).
   return serveServerOverStdio(
     createMcpServer(gateway),
     () => gateway.close(),
     io,
-    lookAhead(),
+    lookAhead((usedWithinMs) => {
+      refreshHostViews(usedWithinMs);
+      warmUpLoadedAnalysis();
+    }),
     warmUpLoadedAnalysis,
   );
 }
