@@ -15,7 +15,11 @@ import {
 } from "../../packages/pml/src/testing/assert.ts";
 import { enterPage, postDecision } from "../../packages/pml/src/testing/raw_http.ts";
 import { waitForLine } from "../../packages/pml/src/testing/wait_for_line.ts";
-import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
+import {
+  type TempWorkspace,
+  tempWorkspace,
+  textOf,
+} from "../../packages/pml/src/testing/workspace.ts";
 import { REPO_MODULES } from "../../packages/pml/src/testing/node_modules.ts";
 import { spawnServe } from "./_serve.ts";
 import { askWrite, continueWith } from "./_approvals.ts";
@@ -145,17 +149,23 @@ Deno.test("e2e approvals: `pml approve` refuses, saying why, a decision on a cal
   assertEquals(ws.read("y.txt"), "y");
 });
 
-Deno.test("e2e approvals: a one-shot pml stdio asks the first run of a server not set up yet; `pml approve` records it and the next one-shot's pml:continue runs it, once", async () => {
+const EVERYTHING_TOOL = "everything__toggle-simulated-logging";
+
+/**
+ * A workspace with server-everything as a hand-written entry: nothing set it up, its run is asked
+ * inside the first call. The repository's node_modules is granted by hand: a clone under a home is
+ * another user's home to the sandbox, whose HOME is the test's own, so its files are no command's
+ * own files there.
+ */
+function everythingWorkspace(permissions?: Record<string, string[]>): TempWorkspace {
   const everything = join(
     import.meta.dirname!,
     "..",
     "..",
     "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
   );
-  // A hand-written entry: nothing set it up, its run is asked inside the first call. The
-  // repository's node_modules is granted by hand: a clone under a home is another user's home to
-  // the sandbox, whose HOME is the test's own, so its files are no command's own files there.
-  await using ws = tempWorkspace({
+  return tempWorkspace({
+    ...(permissions ? { permissions } : {}),
     private_mcps: {
       everything: {
         type: "stdio",
@@ -164,27 +174,69 @@ Deno.test("e2e approvals: a one-shot pml stdio asks the first run of a server no
       },
     },
   });
-  const tool = "everything__toggle-simulated-logging";
-  let id: string;
-  {
-    await using first = await connectStdio(ws);
-    const r = await first.callTool({ name: tool, arguments: {} });
-    const body = r.structuredContent as Record<string, unknown>;
-    assertEquals(body.status, "approval_required", JSON.stringify(r));
-    assert((body.context as Record<string, unknown>).dependency, JSON.stringify(body));
-    id = String(body.workflow_id);
-  }
+}
+
+Deno.test("e2e approvals: a one-shot pml stdio asks the first run of a server not set up yet; `pml approve` records it and the next one-shot's pml:continue runs it, once", async () => {
+  await using ws = everythingWorkspace();
+  const body = await askedOneShot(ws);
+  assert((body.context as Record<string, unknown>).dependency, JSON.stringify(body));
+  const id = String(body.workflow_id);
   const approved = await runPml(ws, ["approve", id]);
   assertEquals(approved.code, 0, approved.text);
   assertEquals(decided(ws).map((l) => [l.workflow_id, l.decision, l.by]), [[id, "yes", "user"]]);
+  await (await continuedOnce(ws, id)).close();
+});
 
-  {
-    await using second = await connectStdio(ws);
+/** The first call of server-everything's tool by a one-shot `pml stdio`: its approval. */
+async function askedOneShot(ws: TempWorkspace): Promise<Record<string, unknown>> {
+  await using first = await connectStdio(ws);
+  const r = await first.callTool({ name: EVERYTHING_TOOL, arguments: {} });
+  const body = r.structuredContent as Record<string, unknown>;
+  assertEquals(body.status, "approval_required", JSON.stringify(r));
+  return body;
+}
+
+/** A new `pml stdio` whose `pml:continue` of `id` runs the call, once (the id is spent then). */
+async function continuedOnce(ws: TempWorkspace, id: string) {
+  const second = await connectStdio(ws);
+  try {
     const done = await continueWith(second, id, "yes");
     assert(!done.isError, textOf(done));
     assertStringIncludes(textOf(done).toLowerCase(), "logging");
-    // Once: the id is spent.
     const again = await continueWith(second, id, "yes");
     assert(again.isError, textOf(again));
+    return second;
+  } catch (err) {
+    await second.close();
+    throw err;
   }
+}
+
+Deno.test("e2e approvals: a brought server's first run is stored and continuable when its tool is allowed: `pml approve` records it (audited then) and the next one-shot's pml:continue runs it, once", async () => {
+  await using ws = everythingWorkspace({ allow: ["everything"], ask: [], deny: [] });
+  const body = await askedOneShot(ws);
+  assertEquals(body.approval_mode, "human", JSON.stringify(body));
+  // The server's own first-run question, naming the call it is asked for.
+  assertEquals(body.approval_type, "dependency", JSON.stringify(body));
+  const context = body.context as Record<string, unknown>;
+  assertEquals([context.tool, context.server], [
+    "everything:toggle-simulated-logging",
+    "everything",
+  ]);
+  const id = String(body.workflow_id);
+  // Listed for the human after that pml ended, and its decision taken (not "has ended").
+  const listed = await runPml(ws, ["approvals"]);
+  assertStringIncludes(listed.text, id);
+  const approved = await runPml(ws, ["approve", id]);
+  assertEquals(approved.code, 0, approved.text);
+  assertEquals(
+    decided(ws).map((l) => [l.workflow_id, l.decision, l.by, l.tool]),
+    [[id, "yes", "user", "everything:toggle-simulated-logging"]],
+  );
+
+  await using second = await continuedOnce(ws, id);
+  // Set up now: the allowed tool runs without a question.
+  const next = await second.callTool({ name: EVERYTHING_TOOL, arguments: {} });
+  assert(!next.isError, textOf(next));
+  assertStringIncludes(textOf(next).toLowerCase(), "logging");
 });

@@ -20,6 +20,7 @@ import type {
   ApprovalDecision,
   ApprovalRequest,
   Approvals,
+  AskVia,
   DecidedBy,
   Elicit,
 } from "../permission/approvals.ts";
@@ -70,6 +71,23 @@ export interface MetaTool {
   run(args: Record<string, unknown>, channel: CallChannel): Promise<CallToolResult>;
 }
 
+/** A target approval already answered in the tool's own question, and who answered it. */
+export interface Covered {
+  readonly request: ApprovalRequest;
+  readonly by: DecidedBy;
+}
+
+/** A tool call as an approval stores it, to run it again after a restart. */
+export type StoredCall = NonNullable<AskVia["replay"]>;
+
+/**
+ * The first install or run a target asks during an allowed call, naming that call (its tool and
+ * arguments, shown to the human and written in the audit line of the decision).
+ */
+export function firstUseQuestion(asked: ApprovalRequest, call: StoredCall): ApprovalRequest {
+  return { ...asked, context: { tool: call.tool, arguments: call.arguments, ...asked.context } };
+}
+
 /** Tool call failed in a way the caller of a nested `mcp.*` call sees as an exception. */
 export class ToolCallError extends PmlError {}
 
@@ -98,11 +116,14 @@ export class CallRelay {
   /**
    * The context of a call on `channel`. `covered` is a target approval the human has already
    * answered inside the tool's own question: when the target asks exactly it, once, it is not
-   * asked again.
+   * asked again. `firstUse` is the call itself when it needs no approval of its own (an allowed
+   * tool): a first install or run its target asks (`dependency`) then names it and is stored with
+   * it, so that a later `pml` continues it (`ToolApproval`'s revive); see {@link firstUseQuestion}.
    */
   context(
     channel: CallChannel,
-    covered?: { request: ApprovalRequest; by: DecidedBy },
+    covered?: Covered,
+    firstUse?: StoredCall,
   ): CallContext {
     return {
       callTool: (id, a) => this.#nested(id, a, channel),
@@ -114,13 +135,18 @@ export class CallRelay {
       log: channel.log,
       task: channel.task,
       clientSession: channel.clientSession,
-      ask: (request, resume) => {
+      ask: (asked, resume) => {
+        const stored = firstUse && asked.type === "dependency";
+        const request = stored ? firstUseQuestion(asked, firstUse) : asked;
         if (covered && sameRequest(covered.request, request)) {
           const by = covered.by;
           covered = undefined;
           return resume("yes", by);
         }
-        return this.#approvals.ask(request, resume, { elicit: channel.elicit });
+        return this.#approvals.ask(request, resume, {
+          elicit: channel.elicit,
+          ...(stored ? { replay: firstUse } : {}),
+        });
       },
     };
   }

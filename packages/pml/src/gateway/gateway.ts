@@ -2,7 +2,7 @@ import type { CallToolResult, Tool } from "../sdk/types.ts";
 import type { Sampling } from "../sampling/sampling.ts";
 import type { AuditLog } from "../audit/audit.ts";
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
-import type { ApprovalRequest, Approvals, DecidedBy } from "../permission/approvals.ts";
+import type { Approvals } from "../permission/approvals.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingResolver } from "../routing/routing.ts";
 import { errorResult, invalidArguments, type Target } from "../targets/target.ts";
@@ -11,7 +11,13 @@ import { isToolId } from "./names.ts";
 import { Surface } from "./surface.ts";
 import type { ClientSink, UpstreamHub } from "../targets/upstream/upstream_hub.ts";
 import type { ServerToolOf } from "./server_tool.ts";
-import { type CallChannel, CallRelay, type MetaTool } from "./call_relay.ts";
+import {
+  type CallChannel,
+  CallRelay,
+  type Covered,
+  type MetaTool,
+  type StoredCall,
+} from "./call_relay.ts";
 import { splitCall, ToolApproval } from "./tool_approval.ts";
 import { ToolList } from "./tool_list.ts";
 
@@ -101,8 +107,8 @@ export class Gateway {
     });
     this.#approval = new ToolApproval(
       deps,
-      (target, toolId, args, channel, covered) =>
-        this.#dispatch(target, toolId, args, channel, covered),
+      (target, toolId, args, channel, covered, firstUse) =>
+        this.#dispatch(target, toolId, args, channel, covered, firstUse),
       (toolId) => this.#targetFor(toolId),
     );
     for (const m of [this.#approval.continueTool, ...(deps.metaTools ?? [])]) {
@@ -242,7 +248,13 @@ export class Gateway {
       return errorResult(message, { status: "error", code, message });
     }
     const target = found.target;
-    if (decision === "allow") return await this.#dispatch(target, toolId, args, channel);
+    // Allowed: what its target asks first (a brought server's first run) is stored with the call.
+    if (decision === "allow") {
+      return await this.#dispatch(target, toolId, args, channel, undefined, {
+        tool: toolId,
+        arguments: args,
+      });
+    }
     return await this.#approval.ask(target, toolId, args, channel);
   }
 
@@ -283,18 +295,19 @@ export class Gateway {
   }
 
   /**
-   * Runs the call on its target. `covered` is a target approval the human has already answered
-   * inside the tool's own question: when the target asks exactly it, once, it is not asked again.
+   * Runs the call on its target. `covered` and `firstUse`: see `CallRelay.context`.
    */
   async #dispatch(
     target: Target,
     toolId: string,
     args: Record<string, unknown>,
     channel: CallChannel,
-    covered?: { request: ApprovalRequest; by: DecidedBy },
+    covered?: Covered,
+    firstUse?: StoredCall,
   ): Promise<CallToolResult> {
     try {
-      return await target.call(splitCall(toolId, args), this.#relay.context(channel, covered));
+      const ctx = this.#relay.context(channel, covered, firstUse);
+      return await target.call(splitCall(toolId, args), ctx);
     } catch (err) {
       // The user must open a URL (-32042): the agent's client gets the error and its URL.
       if (asksToOpenUrl(err)) throw err;

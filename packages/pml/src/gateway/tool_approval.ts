@@ -18,12 +18,13 @@ import {
   type DecidedBy,
   type DecisionDetail,
   refusedBy,
+  type Resume,
 } from "../permission/approvals.ts";
 import type { PermissionStore } from "../permission/permission_store.ts";
 import type { RoutingResolver } from "../routing/routing.ts";
 import { errorResult, type Target, type ToolCall } from "../targets/target.ts";
 import { asksToOpenUrl } from "../targets/call_errors.ts";
-import type { CallChannel, MetaTool } from "./call_relay.ts";
+import type { CallChannel, Covered, MetaTool, StoredCall } from "./call_relay.ts";
 import type { ServerToolOf } from "./server_tool.ts";
 
 /** What the approval half needs of the gateway's dependencies (`GatewayDeps`). */
@@ -41,13 +42,17 @@ export interface ApprovalDeps {
   };
 }
 
-/** Runs a call on its target (`Gateway`'s dispatch; `covered` as `CallRelay.context` takes it). */
+/**
+ * Runs a call on its target (`Gateway`'s dispatch; `covered` and `firstUse` as
+ * `CallRelay.context` takes them).
+ */
 export type Dispatch = (
   target: Target,
   toolId: string,
   args: Record<string, unknown>,
   channel: CallChannel,
-  covered?: { request: ApprovalRequest; by: DecidedBy },
+  covered?: Covered,
+  firstUse?: StoredCall,
 ) => Promise<CallToolResult>;
 
 /** The target that runs a tool id now (`Gateway`'s resolution). */
@@ -97,6 +102,7 @@ export class ToolApproval {
       if (!replay || !found || !("target" in found)) return undefined;
       const { tool, arguments: args } = replay;
       const target = found.target;
+      if (stored.type === "dependency") return this.#revivedFirstUse(stored, target, replay);
       return async (d, by, detail) => {
         const now = await this.#question(target, tool, args);
         if ("refusal" in now) return now.refusal;
@@ -122,6 +128,28 @@ export class ToolApproval {
             ),
         );
       };
+    };
+  }
+
+  /**
+   * A stored first install or run of an allowed call (`CallRelay.context`'s `firstUse`), after a
+   * restart: a "no" runs nothing; a "yes" runs the call again while its tool is still allowed,
+   * covering that question once, so that it runs only when its target asks exactly the question
+   * answered (a changed command or grant is asked anew, stored again).
+   */
+  #revivedFirstUse(stored: ApprovalRequest, target: Target, call: StoredCall): Resume {
+    const tool = call.tool;
+    return async (d, by) => {
+      const server = String(stored.context.server ?? tool.slice(0, tool.indexOf(":")));
+      if (d === "no") return errorResult(`Running ${server} refused: "${tool}" did not run`);
+      if (this.#deps.permissions.check(tool) !== "allow") {
+        return errorResult(
+          `Not run: "${tool}" is no longer allowed by .pml.json permissions; call the tool again`,
+        );
+      }
+      const channel = this.#resuming.getStore() ?? {};
+      const covered = { request: stored, by };
+      return await this.#dispatch(target, tool, call.arguments, channel, covered, call);
     };
   }
 
