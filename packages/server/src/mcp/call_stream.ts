@@ -87,8 +87,8 @@ export class CallStream {
   #onfirst?: () => void;
   #notifications = 0;
   #ended = false;
-  /** The server's request ids and the ids they were passed on under. */
-  readonly #passed = new Map<unknown, string>();
+  /** The server's request ids and the ids they were passed on under (made on its first request). */
+  #passed?: Map<unknown, string>;
 
   constructor(
     opts: {
@@ -125,9 +125,9 @@ export class CallStream {
     if ("id" in message) return this.#request(message, method, upstream);
     if (method === "notifications/cancelled") {
       const params = message.params as { requestId?: unknown; reason?: unknown } | undefined;
-      const id = this.#passed.get(params?.requestId);
+      const id = this.#passed?.get(params?.requestId);
       if (id === undefined) return;
-      this.#passed.delete(params!.requestId);
+      this.#passed!.delete(params!.requestId);
       this.#requests.drop(id);
       return this.#notify({ ...message, params: { ...params, requestId: id } });
     }
@@ -144,16 +144,17 @@ export class CallStream {
         error: { code: ErrorCode.InvalidRequest, message: why },
       }).catch(() => {});
     if (this.#ended) return refuse(`${method}: the call it belongs to has ended`);
-    if (this.#passed.size >= MAX_OPEN_REQUESTS) {
+    const passed = this.#passed ??= new Map();
+    if (passed.size >= MAX_OPEN_REQUESTS) {
       return refuse(`${method}: more than ${MAX_OPEN_REQUESTS} requests of one call at once`);
     }
     const id = this.#requests.expect(this.#owner, (answer) => {
-      this.#passed.delete(upstreamId);
+      passed.delete(upstreamId);
       void upstream.send({ ...answer, id: upstreamId } as JSONRPCMessage).catch(() => {});
     });
-    this.#passed.set(upstreamId, id);
+    passed.set(upstreamId, id);
     if (!this.#write({ ...message, id })) {
-      this.#passed.delete(upstreamId);
+      passed.delete(upstreamId);
       this.#requests.drop(id);
       refuse(`${method}: the caller does not read the call's stream`);
     }
@@ -225,7 +226,7 @@ export class CallStream {
   end(): void {
     if (this.#ended) return;
     this.#ended = true;
-    for (const id of this.#passed.values()) this.#requests.drop(id);
-    this.#passed.clear();
+    for (const id of this.#passed?.values() ?? []) this.#requests.drop(id);
+    this.#passed?.clear();
   }
 }

@@ -198,7 +198,7 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
           progressToken: typeof token === "string" || typeof token === "number" ? token : undefined,
         });
         const stop = new AbortController();
-        const id = `${owner}\n${JSON.stringify(plain.id)}`;
+        const id = inFlightKey(owner, plain.id);
         inFlight.set(id, stop);
         const answering = transport.request(plain, {
           ...requestContext,
@@ -278,10 +278,15 @@ function callerMessage(
   }
   if (m.method !== "notifications/cancelled") return undefined;
   const params = m.params as { requestId?: unknown; reason?: unknown } | undefined;
-  const stop = inFlight.get(`${owner}\n${JSON.stringify(params?.requestId)}`);
+  const stop = inFlight.get(inFlightKey(owner, params?.requestId));
   if (!stop) return undefined;
   stop.abort(typeof params?.reason === "string" ? params.reason : "cancelled by the client");
   return new Response(null, { status: 202 });
+}
+
+/** The key of a proxied call in flight: its caller and its request id (string or number). */
+function inFlightKey(owner: string, id: unknown): string {
+  return `${owner}\n${typeof id}\n${id}`;
 }
 
 /** Methods answered by the shared Server when they come alone in a request. */

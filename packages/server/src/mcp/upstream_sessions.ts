@@ -278,6 +278,15 @@ export class UpstreamSessions {
       calls: 0,
       idleSince: 0,
     };
+    // Its requests outside a tool call (on its GET stream, or about a relayed request) have nobody
+    // to ask: refused, as a brought server's are outside its calls (docs/cloud.md).
+    client.fallbackRequestHandler = (request) =>
+      Promise.reject(
+        new McpError(
+          ErrorCode.InvalidRequest,
+          `${request.method} is passed on to the user only during a tool call of this server`,
+        ),
+      );
     // What the server sends outside a request (on its GET stream, or about a relayed request).
     client.fallbackNotificationHandler = (notification) => {
       const message = { jsonrpc: "2.0" as const, ...notification };
