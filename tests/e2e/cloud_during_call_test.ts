@@ -285,3 +285,33 @@ Deno.test("e2e cloud during a call: cancellation both ways, the client's of a ca
     assertEquals(client.withdrawn, [elicitationLabel("open") + "A question withdrawn soon"]);
   }
 });
+
+Deno.test("e2e cloud outside a request: logging/setLevel reaches a registry http MCP, whose lines below it then stay away, through pml stdio", async () => {
+  await using leaky = startLeakyUpstream();
+  await using cloud = await startCloud(leaky.url, { upstream: "/mcp", open: "/mcp" }, {
+    tools: LEAKY_TOOLS,
+  });
+  await using ws = tempWorkspace({ permissions: { allow: ["open"], ask: [], deny: [] } });
+  const env = { PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key, PML_CLOUD_TIMEOUT_MS: "5000" };
+  const client = new Client({ name: "e2e", version: "1" }, { capabilities: {} });
+  const logs: unknown[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));
+  await client.connect(
+    new StdioClientTransport({ command: PML_BIN, args: ["stdio"], env: pmlEnv(ws, env) }),
+  );
+  try {
+    const levels = () => client.callTool({ name: "open__levels", arguments: {} });
+    await levels(); // every line: no level set yet
+    await until(() => logs.length >= 2);
+    await client.setLoggingLevel("error");
+    await levels(); // the debug line, sent first on the same stream, is dropped by the server
+    await until(() => logs.length >= 3);
+    assertEquals(logs, [
+      { level: "debug", logger: "open", data: "a debug line" },
+      { level: "error", logger: "open", data: "a error line" },
+      { level: "error", logger: "open", data: "a error line" },
+    ]);
+  } finally {
+    await client.close();
+  }
+});

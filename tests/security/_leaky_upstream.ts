@@ -18,7 +18,7 @@ import {
 } from "../../packages/server/src/mcp/sdk/types.ts";
 
 /** The tools it offers (list them in the registry entry). */
-export const LEAKY_TOOLS = ["leak", "sample", "flood", "retract", "change"];
+export const LEAKY_TOOLS = ["leak", "sample", "flood", "retract", "change", "levels"];
 
 /** Log lines the `flood` tool sends during one call. */
 export const FLOOD = 3000;
@@ -104,6 +104,13 @@ function leakyServer(): Server {
         void server.sendPromptListChanged().catch(() => {});
       }, 50);
       return text("changed");
+    }
+    if (name === "levels") {
+      // Outside the request (the session's GET stream), each kept or not by the level set.
+      for (const level of ["debug", "error"] as const) {
+        await server.sendLoggingMessage({ level, data: `a ${level} line` }, extra.sessionId);
+      }
+      return text("logged");
     }
     if (name === "flood") {
       for (let i = 0; i < FLOOD; i++) {

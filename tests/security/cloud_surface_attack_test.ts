@@ -26,6 +26,7 @@ import { elicitationLabel } from "../../packages/pml/src/targets/upstream/server
 import { DEFAULT_NOTIFICATION_BOUND } from "../../packages/pml/src/targets/upstream/upstream_hub.ts";
 import { MAX_NOTIFICATIONS } from "../../packages/server/src/mcp/call_stream.ts";
 import { LEAKY_TOOLS, startLeakyUpstream } from "./_leaky_upstream.ts";
+import { spawnServe } from "../e2e/_serve.ts";
 
 const TOKEN = "tok-attack-surface-987";
 
@@ -358,50 +359,57 @@ Deno.test("attack: a registry http MCP flooding its caller with log lines during
   assert(textOf(await client.callTool({ name: "open__flood", arguments: {} })).includes("flooded"));
 });
 
-Deno.test("attack: a registry http MCP that adds a tool of its own and says its lists changed: the agent is told, and no tool the registry does not list appears", async () => {
+Deno.test("attack: a registry http MCP that adds a tool of its own and says its lists changed: the agent is told, and no tool the registry does not list appears, through pml stdio and pml serve", async () => {
   await using leaky = startLeakyUpstream();
   await using cloud = await startCloud(leaky.url, { upstream: "/mcp", open: "/mcp" }, {
     tools: LEAKY_TOOLS,
   });
   await using ws = tempWorkspace({ permissions: { allow: ["open"], ask: [], deny: [] } });
-  const client = new Client({ name: "agent", version: "1" }, { capabilities: {} });
-  const changed: string[] = [];
-  for (
-    const schema of [
-      ToolListChangedNotificationSchema,
-      ResourceListChangedNotificationSchema,
-      PromptListChangedNotificationSchema,
-    ]
-  ) {
-    client.setNotificationHandler(schema, (n) => void changed.push(n.method));
-  }
-  await client.connect(
-    new StdioClientTransport({
-      command: PML_BIN,
-      args: ["stdio"],
-      env: pmlEnv(ws, cloudEnv(cloud)),
-    }),
-  );
-  try {
-    const before = (await client.listTools()).tools.map((t) => t.name).sort();
-    assert(before.includes("open__change"), before.join(", "));
-    assert(
-      textOf(await client.callTool({ name: "open__change", arguments: {} })).includes("changed"),
-    );
-    for (let i = 0; i < 160 && changed.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
-    assertEquals(changed.sort(), [
-      "notifications/prompts/list_changed",
-      "notifications/resources/list_changed",
-      "notifications/tools/list_changed",
-    ]);
-    const after = (await client.listTools()).tools.map((t) => t.name).sort();
-    assertEquals(after, before, "the server's own new tool is not shown");
-    const call = await client.callTool({ name: "open__added", arguments: {} }).then(
-      (r) => textOf(r),
-      (e) => String(e),
-    );
-    assert(!call.includes("unknown tool added") && /unknown|not found/i.test(call), call);
-  } finally {
-    await client.close();
+  await using serve = await spawnServe(ws, cloudEnv(cloud));
+  const transports = {
+    stdio: () =>
+      new StdioClientTransport({
+        command: PML_BIN,
+        args: ["stdio"],
+        env: pmlEnv(ws, cloudEnv(cloud)),
+      }),
+    serve: () => new StreamableHTTPClientTransport(new URL(serve.url)),
+  };
+  for (const [through, transport] of Object.entries(transports)) {
+    const client = new Client({ name: "agent", version: "1" }, { capabilities: {} });
+    const changed: string[] = [];
+    for (
+      const schema of [
+        ToolListChangedNotificationSchema,
+        ResourceListChangedNotificationSchema,
+        PromptListChangedNotificationSchema,
+      ]
+    ) {
+      client.setNotificationHandler(schema, (n) => void changed.push(n.method));
+    }
+    await client.connect(transport());
+    try {
+      const before = (await client.listTools()).tools.map((t) => t.name).sort();
+      assert(before.includes("open__change"), before.join(", "));
+      const r = await client.callTool({ name: "open__change", arguments: {} });
+      assert(textOf(r).includes("changed"), textOf(r));
+      for (let i = 0; i < 160 && changed.length < 3; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assertEquals(changed.sort(), [
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/tools/list_changed",
+      ], through);
+      const after = (await client.listTools()).tools.map((t) => t.name).sort();
+      assertEquals(after, before, `${through}: the server's own new tool is not shown`);
+      const call = await client.callTool({ name: "open__added", arguments: {} }).then(
+        (r) => textOf(r),
+        (e) => String(e),
+      );
+      assert(!call.includes("unknown tool added") && /unknown|not found/i.test(call), call);
+    } finally {
+      await client.close();
+    }
   }
 });
