@@ -34,16 +34,18 @@ export const DURING_CALL_TOOLS = [
   "trigger-sampling-request",
   "toggle-simulated-logging",
   "toggle-subscriber-updates",
+  "trigger-url-elicitation",
 ];
 
 /** A client that samples and elicits, and what it saw of the server. */
 export function probeClient() {
   const client = new Client({ name: "e2e", version: "1" }, {
-    capabilities: { sampling: {}, elicitation: { form: {} } },
+    capabilities: { sampling: {}, elicitation: { form: {}, url: {} } },
   });
   const seen = {
     logs: [] as LoggingMessageNotification["params"][],
     questions: [] as string[],
+    urls: [] as string[],
     prompts: [] as string[],
   };
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
@@ -51,6 +53,10 @@ export function probeClient() {
   });
   client.setRequestHandler(ElicitRequestSchema, (r) => {
     seen.questions.push(r.params.message);
+    if (r.params.mode === "url") {
+      seen.urls.push(r.params.url);
+      return { action: "accept" };
+    }
     return { action: "accept", content: { name: "Probe Person", check: true } };
   });
   client.setRequestHandler(CreateMessageRequestSchema, (r) => {
@@ -84,10 +90,16 @@ async function duringCalls(transport: Transport, prefix = "") {
       name: `${prefix}trigger-sampling-request`,
       arguments: { prompt: "say hi", maxTokens: 5 },
     });
+    const signIn = await client.callTool({
+      name: `${prefix}trigger-url-elicitation`,
+      arguments: { url: "https://example.com/sign-in", message: "Open it", elicitationId: "e1" },
+    });
     return {
       progress,
       long: text(long),
       elicited: text(elicited).includes("Probe Person"),
+      signIn: text(signIn),
+      urls: seen.urls,
       questions: seen.questions,
       sampled: text(sampled).includes("probe-sampled"),
       prompts: seen.prompts,
@@ -97,7 +109,7 @@ async function duringCalls(transport: Transport, prefix = "") {
   }
 }
 
-Deno.test("e2e cloud during a call: a registry http MCP's progress, elicitation and sampling through pml stdio and pml serve, as direct", async () => {
+Deno.test("e2e cloud during a call: a registry http MCP's progress, elicitation (form and URL mode) and sampling through pml stdio and pml serve, as direct", async () => {
   await using upstream = await startUpstream();
   await using cloud = await startCloud(upstream.url, undefined, { tools: DURING_CALL_TOOLS });
   await using ws = tempWorkspace({
@@ -119,6 +131,7 @@ Deno.test("e2e cloud during a call: a registry http MCP's progress, elicitation 
   );
   assertEquals(direct.progress.length, 3, "the probe itself works");
   assert(direct.elicited && direct.sampled, JSON.stringify(direct));
+  assertEquals(direct.urls, ["https://example.com/sign-in"], "a URL-mode question too");
   // The SDK's client runs a progress notification's handler a microtask later and drops it when
   // the answer came in the same read: the last step may be missing wherever the two travel close
   // (direct over stdio too). Every step that arrives is the server's, in order.

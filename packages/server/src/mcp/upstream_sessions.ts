@@ -255,7 +255,7 @@ export class UpstreamSessions {
     });
     // The server may ask its client during a call: the caller answers (call_stream.ts).
     const client = new Client({ name: "pml-server", version: "0.1.0" }, {
-      capabilities: { sampling: {}, elicitation: { form: {} } },
+      capabilities: { sampling: {}, elicitation: { form: {}, url: {} } },
     });
     const connected = client.connect(transport, { timeout: this.#options.timeoutMs })
       .then(() => ({
