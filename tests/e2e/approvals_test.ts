@@ -20,9 +20,8 @@ import {
   tempWorkspace,
   textOf,
 } from "../../packages/pml/src/testing/workspace.ts";
-import { REPO_MODULES } from "../../packages/pml/src/testing/node_modules.ts";
 import { spawnServe } from "./_serve.ts";
-import { askWrite, continueWith } from "./_approvals.ts";
+import { askWrite, continueWith, EVERYTHING_TOOL, everythingWorkspace } from "./_approvals.ts";
 import { connectStdio, PML_BIN, pmlEnv, runPml } from "./_spawn.ts";
 
 /** Writes are the agent's to answer here (the agent's column of docs/approvals.md). */
@@ -148,33 +147,6 @@ Deno.test("e2e approvals: `pml approve` refuses, saying why, a decision on a cal
   assert(!done.isError, textOf(done));
   assertEquals(ws.read("y.txt"), "y");
 });
-
-const EVERYTHING_TOOL = "everything__toggle-simulated-logging";
-
-/**
- * A workspace with server-everything as a hand-written entry: nothing set it up, its run is asked
- * inside the first call. The repository's node_modules is granted by hand: a clone under a home is
- * another user's home to the sandbox, whose HOME is the test's own, so its files are no command's
- * own files there.
- */
-function everythingWorkspace(permissions?: Record<string, string[]>): TempWorkspace {
-  const everything = join(
-    import.meta.dirname!,
-    "..",
-    "..",
-    "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-  );
-  return tempWorkspace({
-    ...(permissions ? { permissions } : {}),
-    private_mcps: {
-      everything: {
-        type: "stdio",
-        install: { command: "node", args: [everything, "stdio"] },
-        permissions: { read: [REPO_MODULES] },
-      },
-    },
-  });
-}
 
 Deno.test("e2e approvals: a one-shot pml stdio asks the first run of a server not set up yet; `pml approve` records it and the next one-shot's pml:continue runs it, once", async () => {
   await using ws = everythingWorkspace();

@@ -156,6 +156,23 @@ export class ApprovalStore {
     }
   }
 
+  /**
+   * Takes the approval `id` for its one use: true for exactly one caller, whatever else races for
+   * it in this or another `pml` (its file is removed, which one unlink does), then its decision
+   * and its human part go too; false when it was taken already.
+   */
+  async claim(id: string): Promise<boolean> {
+    if (!ID.test(id)) return false;
+    try {
+      await Deno.remove(this.#path(id));
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return false;
+      throw err;
+    }
+    await this.remove(id);
+    return true;
+  }
+
   async remove(id: string): Promise<void> {
     await Deno.remove(this.#path(id)).catch(() => {});
     await Deno.remove(this.#path(id, ".decision")).catch(() => {});

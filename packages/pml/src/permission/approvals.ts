@@ -5,7 +5,9 @@ import type {
   ApprovalOwner,
   ApprovalStore,
   StoredApproval,
+  StoredDecision,
 } from "./approval_store.ts";
+import { canonicalJson } from "../execute/journal.ts";
 import { howHumanAnswers, type HumanChannel } from "./human_channel.ts";
 
 /** What an approval is about (DESIGN §5). */
@@ -224,6 +226,9 @@ export class Approvals {
    * the call returns `approval_required` and waits for `pml:continue`.
    */
   async ask(request: ApprovalRequest, resume: Resume, via: AskVia = {}): Promise<CallToolResult> {
+    // The agent called again instead of continuing: the identical call takes a human's decision.
+    const recorded = via.replay && await this.#takeRecorded(request, via.replay);
+    if (recorded) return await resume(recorded.decision, "user", { via: recorded.via });
     // A question with a part only the human may read (a changed definition's new text) is not
     // elicited: a client may show an elicitation to its agent, and the human needs the difference,
     // which only the page and `pml approvals` show.
@@ -301,20 +306,24 @@ export class Approvals {
   async continue(workflowId: string, decision: ApprovalDecision): Promise<CallToolResult> {
     this.#sweep();
     const pending = this.#pending.get(workflowId) ?? await this.#revived(workflowId);
-    if (!pending) {
-      throw new PmlError(
+    const notFound = () => {
+      this.#pending.delete(workflowId);
+      return new PmlError(
         "APPROVAL_NOT_FOUND",
         `No pending approval "${workflowId}" (it was answered already, or expired after ${
           Math.round(this.#ttlMs / 60000)
         } min); call the tool again`,
       );
-    }
+    };
+    // Gone from the store: taken by a retry of its call, or by another pml of the workspace.
+    if (!pending || (this.#store && !(await this.#store.get(workflowId)))) throw notFound();
     const human = await this.#store?.decision(workflowId);
     if (!human && pending.mode === "human") {
       return await this.#waiting(workflowId, pending.request);
     }
     this.#pending.delete(workflowId);
-    await this.#store?.remove(workflowId);
+    // Each id is used once, whoever else presents it at the same moment.
+    if (this.#store && !(await this.#store.claim(workflowId))) throw notFound();
     // A human's decision was audited (and its "always" applied) when they gave it.
     if (human) return await pending.resume(human.decision, "user", { via: human.via });
     return await this.#decided(pending.request, workflowId, pending.resume, decision, "agent", {
@@ -332,6 +341,30 @@ export class Approvals {
   ): Promise<CallToolResult> {
     await this.#onDecided?.({ request, workflowId, decision, by, detail });
     return await resume(decision, by, detail);
+  }
+
+  /**
+   * A human's decision (the page, `pml approve`, `pml deny`) on a stored approval of exactly this
+   * call, taken for its one use: the same tool and arguments (`replay`, compared canonically) and
+   * the same question now (type, words, context, the part only a human sees, what "always" adds).
+   * Only a human writes a decision into the store; the agent's `pml:continue` records none.
+   */
+  async #takeRecorded(
+    request: ApprovalRequest,
+    call: NonNullable<AskVia["replay"]>,
+  ): Promise<StoredDecision | undefined> {
+    const store = this.#store;
+    if (!store) return undefined;
+    let asked: string | undefined;
+    for (const stored of await store.list()) {
+      if (!stored.decided || !stored.replay) continue;
+      asked ??= questionKey(request, call);
+      if (questionKey(stored, stored.replay) !== asked) continue;
+      if (!(await store.claim(stored.id))) continue;
+      this.#pending.delete(stored.id);
+      return stored.decided;
+    }
+    return undefined;
   }
 
   /** The stored approval `id` with a rebuilt continuation (after a restart), if possible. */
@@ -376,6 +409,12 @@ export class Approvals {
     const now = this.#now();
     for (const [id, p] of this.#pending) if (p.expiresAt <= now) this.#pending.delete(id);
   }
+}
+
+/** What makes two questions about one call the same, as one string. */
+function questionKey(request: ApprovalRequest, call: NonNullable<AskVia["replay"]>): string {
+  const { type, description, context, forHuman, allows } = request;
+  return canonicalJson({ call, type, description, context, forHuman, allows });
 }
 
 /** The JSON schema of the elicitation form: one required choice. */
