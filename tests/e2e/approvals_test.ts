@@ -211,4 +211,22 @@ Deno.test("e2e approvals: a brought server's first run is stored and continuable
   const next = await second.callTool({ name: EVERYTHING_TOOL, arguments: {} });
   assert(!next.isError, textOf(next));
   assertStringIncludes(textOf(next).toLowerCase(), "logging");
+  assertStringIncludes(ws.read(".pml/deps.json"), "everything", "its run is recorded");
+});
+
+Deno.test("e2e approvals: a human's no on an allowed brought server's first run, continued by a later one-shot pml, runs nothing", async () => {
+  await using ws = everythingWorkspace({ allow: ["everything"], ask: [], deny: [] });
+  const id = String((await askedOneShot(ws)).workflow_id);
+  const denied = await runPml(ws, ["deny", id]);
+  assertEquals(denied.code, 0, denied.text);
+  assertEquals(decided(ws).map((l) => [l.workflow_id, l.decision, l.by]), [[id, "no", "user"]]);
+  await using second = await connectStdio(ws);
+  const refused = await continueWith(second, id, "yes");
+  assert(refused.isError, textOf(refused));
+  assertStringIncludes(textOf(refused), 'Running everything refused: "everything:');
+  let deps = "";
+  try {
+    deps = ws.read(".pml/deps.json");
+  } catch { /* nothing recorded at all */ }
+  assert(!deps.includes("everything"), deps);
 });
