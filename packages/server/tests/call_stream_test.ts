@@ -1,8 +1,9 @@
 /**
  * `CallStream` and `ServerRequests` (src/mcp/call_stream.ts): what a proxied call's server sends
- * before its result, as the caller's HTTP response carries it.
+ * before its result, as the caller's HTTP response carries it; and the bounds of the streams of
+ * what it sends outside a request (`UpstreamSessions.listen`).
  */
-import { assert, assertEquals } from "../../pml/src/testing/assert.ts";
+import { assert, assertEquals, assertRejects } from "../../pml/src/testing/assert.ts";
 import {
   CallStream,
   MAX_NOTIFICATIONS,
@@ -10,6 +11,12 @@ import {
   ServerRequests,
 } from "../src/mcp/call_stream.ts";
 import type { JSONRPCMessage } from "../src/mcp/sdk/types.ts";
+import {
+  MAX_LISTENERS,
+  MAX_STREAMS_PER_OWNER,
+  UpstreamSessions,
+} from "../src/mcp/upstream_sessions.ts";
+import { startCountingUpstream } from "./upstream.ts";
 
 const KEY = "sk-call-stream-secret";
 const ANSWER = { jsonrpc: "2.0", id: 7, result: { content: [] } } as JSONRPCMessage;
@@ -154,4 +161,38 @@ Deno.test("CallStream: a flood is bounded: notifications past the bound dropped,
     100 + MAX_OPEN_REQUESTS,
     101 + MAX_OPEN_REQUESTS,
   ]);
+});
+
+Deno.test("UpstreamSessions.listen: at most 8 streams a session and 32 a caller, each holding its session open; another caller still listens", async () => {
+  const upstream = startCountingUpstream();
+  const sessions = new UpstreamSessions({ timeoutMs: 5000 });
+  const listener = () => ({ send: () => {}, close: () => {} });
+  const target = (key: string, owner: string) => ({
+    url: upstream.url,
+    headers: { authorization: `Bearer ${key}` },
+    owner,
+  });
+  try {
+    const stops: (() => void)[] = [];
+    for (const key of ["k1", "k2", "k3", "k4"]) {
+      for (let i = 0; i < MAX_LISTENERS; i++) {
+        stops.push(await sessions.listen(target(key, "owner-a"), listener()));
+      }
+    }
+    assertEquals(stops.length, MAX_STREAMS_PER_OWNER);
+    const perSession = await sessions.listen(target("k1", "owner-b"), listener());
+    for (let i = 1; i < MAX_LISTENERS; i++) {
+      await sessions.listen(target("k1", "owner-b"), listener());
+    }
+    await assertRejects(() => sessions.listen(target("k1", "owner-b"), listener()), RangeError);
+    await assertRejects(() => sessions.listen(target("k5", "owner-a"), listener()), RangeError);
+    // One stream stopped: its caller may open another.
+    stops.pop()!();
+    stops.push(await sessions.listen(target("k5", "owner-a"), listener()));
+    perSession();
+    assertEquals(sessions.size, 6);
+  } finally {
+    await sessions.close();
+    await upstream.close();
+  }
 });

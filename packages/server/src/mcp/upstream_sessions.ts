@@ -91,6 +91,8 @@ export interface SessionListener {
 
 /** Listeners of one session at the most. */
 export const MAX_LISTENERS = 8;
+/** Streams of one caller (API key) at once, over all its sessions. */
+export const MAX_STREAMS_PER_OWNER = 32;
 /** Notifications kept for the first listener while none listens (older ones are dropped). */
 export const MAX_KEPT = 64;
 
@@ -121,6 +123,8 @@ interface Session {
 export class UpstreamSessions {
   readonly #options: UpstreamSessionOptions;
   readonly #sessions = new Map<string, Session>();
+  /** Streams of `listen` open, by caller. */
+  readonly #streams = new Map<string, number>();
 
   constructor(options: UpstreamSessionOptions) {
     this.#options = options;
@@ -191,31 +195,43 @@ export class UpstreamSessions {
    * resource updates) to `listener`, first what came while nobody listened (at most
    * {@link MAX_KEPT}); the session stays open while listened to. The function returned stops it.
    *
-   * @throws {RangeError} past {@link MAX_LISTENERS} listeners; whatever opening the session threw.
+   * @throws {RangeError} past {@link MAX_LISTENERS} listeners of the session or
+   * {@link MAX_STREAMS_PER_OWNER} of the caller (each holds a session open); whatever opening the
+   * session threw.
    */
   async listen(target: UpstreamTarget, listener: SessionListener): Promise<() => void> {
+    const owner = target.owner ?? "";
+    const streams = this.#streams.get(owner) ?? 0;
+    if (streams >= MAX_STREAMS_PER_OWNER) {
+      throw new RangeError(`more than ${MAX_STREAMS_PER_OWNER} streams of one API key`);
+    }
     const id = sessionId(target);
     const session = this.#session(id, target);
     if (session.listeners.size >= MAX_LISTENERS) {
       throw new RangeError(`more than ${MAX_LISTENERS} streams of one upstream session`);
     }
     session.calls++;
+    this.#streams.set(owner, streams + 1);
+    let stopped = false;
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      session.listeners.delete(listener);
+      const left = (this.#streams.get(owner) ?? 1) - 1;
+      if (left > 0) this.#streams.set(owner, left);
+      else this.#streams.delete(owner);
+      this.#release(id, session);
+    };
     try {
       await session.client;
     } catch (error) {
       this.#end(id, session);
-      this.#release(id, session);
+      stop();
       throw error;
     }
     session.listeners.add(listener);
     for (const notification of session.kept.splice(0)) listener.send(notification);
-    let stopped = false;
-    return () => {
-      if (stopped) return;
-      stopped = true;
-      session.listeners.delete(listener);
-      this.#release(id, session);
-    };
+    return stop;
   }
 
   /** One use of the session ended: when it was the last, the session may end once idle. */
