@@ -1,4 +1,5 @@
 import type { WireError } from "../sandbox/protocol.ts";
+import { canonicalJson } from "../canonical_json.ts";
 
 /** The outcome of one completed `mcp.*` call, as the code saw it. */
 export type CallOutcome =
@@ -14,17 +15,6 @@ export interface JournalEntry {
   readonly outcome: CallOutcome;
   readonly routing: string;
   readonly ms: number;
-}
-
-/** JSON with object keys sorted, so that equal arguments compare equal as strings. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(
-    value ?? null,
-    (_key, v) =>
-      v && typeof v === "object" && !Array.isArray(v)
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
-        : v,
-  );
 }
 
 /**

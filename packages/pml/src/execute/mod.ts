@@ -28,7 +28,8 @@ export {
 } from "./plan.ts";
 export { type ExecuteArgs, executeInputSchema, parseExecuteArgs } from "./args.ts";
 export { ExecSandboxPool, execSandboxSpec } from "./warm_pool.ts";
-export { canonicalJson, Journal, type JournalEntry } from "./journal.ts";
+export { Journal, type JournalEntry } from "./journal.ts";
+export { canonicalJson } from "../canonical_json.ts";
 export type { CallReport, ExecuteErrorCode } from "./result.ts";
 
 /**

@@ -25,7 +25,7 @@ import type { CallChannel } from "../gateway/gateway.ts";
 import type { Analysis } from "../analysis/types.ts";
 import type { Decision } from "../permission/patterns.ts";
 import type { CallToolResult } from "../sdk/types.ts";
-import { canonicalJson } from "./journal.ts";
+import { canonicalJson } from "../canonical_json.ts";
 
 /** Reads of one run started at most: a snippet with more reads gets the first ones ahead. */
 export const MAX_READ_AHEAD = 16;

@@ -12,7 +12,8 @@ import { SandboxError, type SandboxProcess } from "../sandbox/sandbox_process.ts
 import type { CallToolResult } from "../sdk/types.ts";
 import { fromCallToolResult, resultText } from "../targets/target.ts";
 import { Deadline } from "./deadline.ts";
-import { canonicalJson, type Journal } from "./journal.ts";
+import { canonicalJson } from "../canonical_json.ts";
+import type { Journal } from "./journal.ts";
 import type { AheadRead } from "./read_ahead.ts";
 import { CALL_ERROR_CODES, type CallReport, type ExecuteErrorCode } from "./result.ts";
 

@@ -7,7 +7,7 @@ import type {
   StoredApproval,
   StoredDecision,
 } from "./approval_store.ts";
-import { canonicalJson } from "../execute/journal.ts";
+import { canonicalJson } from "../canonical_json.ts";
 import { howHumanAnswers, type HumanChannel } from "./human_channel.ts";
 
 /** What an approval is about (DESIGN §5). */

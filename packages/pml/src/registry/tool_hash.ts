@@ -9,6 +9,7 @@
  */
 import type { ModuleScan } from "./module_scan.ts";
 import { digest } from "./integrity.ts";
+import { canonicalJson } from "../canonical_json.ts";
 import { clip, diffJson } from "./pin_diff.ts";
 
 /** One tool definition as it is pinned. */
@@ -40,20 +41,7 @@ export interface ToolDefinition {
 /** The optional parts of a definition that are pinned when present, in this order. */
 const WHOLE_FIELDS = ["title", "icons", "outputSchema", "_meta", "execution"] as const;
 
-/** Canonical JSON: object keys sorted at every level, no whitespace. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
-    );
-  }
-  return value;
-}
+export { canonicalJson };
 
 /** The bytes that are hashed and cached: the canonical JSON of `value`. */
 export const canonicalBytes = (value: unknown): Uint8Array =>
