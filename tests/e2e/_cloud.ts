@@ -195,10 +195,13 @@ export async function startCloud(
     );
   };
   start();
+  const url = `http://127.0.0.1:${port}`;
   return {
     key,
     seen,
-    url: `http://127.0.0.1:${port}`,
+    url,
+    /** What a spawned `pml` needs to use this cloud (a short timeout: it is on loopback). */
+    env: { PML_CLOUD_URL: url, PML_API_KEY: key, PML_CLOUD_TIMEOUT_MS: "5000" },
     /** Tool calls the cloud received. */
     calls: () => seen.filter((s) => s.rpc === "tools/call"),
     start,

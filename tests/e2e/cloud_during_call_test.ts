@@ -120,12 +120,7 @@ Deno.test("e2e cloud during a call: a registry http MCP's progress, elicitation 
     },
     env: ["UPSTREAM_TOKEN"],
   });
-  const env = {
-    PML_CLOUD_URL: cloud.url,
-    PML_API_KEY: cloud.key,
-    PML_CLOUD_TIMEOUT_MS: "5000",
-    UPSTREAM_TOKEN: TOKEN,
-  };
+  const env = { ...cloud.env, UPSTREAM_TOKEN: TOKEN };
   const direct = await duringCalls(
     new StreamableHTTPClientTransport(new URL(`${upstream.url}/o/mcp`)),
   );
@@ -210,7 +205,7 @@ Deno.test("e2e cloud outside a request: a registry http MCP's log lines and the 
   await using ws = tempWorkspace({
     permissions: { allow: ["open"], ask: [], deny: [] },
   });
-  const env = { PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key, PML_CLOUD_TIMEOUT_MS: "5000" };
+  const env = cloud.env;
   const own = "demo://resource/static/document/architecture.md";
   const pml = "demo://open/resource/static/document/architecture.md";
   const direct = await outsideRequests(
@@ -247,8 +242,7 @@ Deno.test("e2e cloud during a call: cancellation both ways, the client's of a ca
   await using ws = tempWorkspace({ permissions: { allow: ["open"], ask: [], deny: [] } });
   // Another workspace for the other cloud: its `open` is another server (pinned apart).
   await using ws2 = tempWorkspace({ permissions: { allow: ["open"], ask: [], deny: [] } });
-  const connect = async (url: string, key: string, at = ws) => {
-    const env = { PML_CLOUD_URL: url, PML_API_KEY: key, PML_CLOUD_TIMEOUT_MS: "5000" };
+  const connect = async (env: Record<string, string>, at = ws) => {
     const client = new Client({ name: "e2e", version: "1" }, {
       capabilities: { elicitation: { form: {} } },
     });
@@ -274,7 +268,7 @@ Deno.test("e2e cloud during a call: cancellation both ways, the client's of a ca
 
   // The client cancels a long call after its first step: the server is told, under its own id.
   {
-    await using client = await connect(cloud.url, cloud.key);
+    await using client = await connect(cloud.env);
     const stop = new AbortController();
     const call = client.callTool(
       { name: "open__trigger-long-running-operation", arguments: { duration: 20, steps: 20 } },
@@ -289,7 +283,7 @@ Deno.test("e2e cloud during a call: cancellation both ways, the client's of a ca
   }
   // The server withdraws its question: the client's handler is cancelled, the call ends.
   {
-    await using client = await connect(cloud2.url, cloud2.key, ws2);
+    await using client = await connect(cloud2.env, ws2);
     const r = await client.callTool({ name: "open__retract", arguments: {} });
     assertEquals(JSON.stringify(r.content), JSON.stringify([{ type: "text", text: "withdrawn" }]));
     for (let i = 0; i < 100 && !client.withdrawn.length; i++) {
@@ -305,7 +299,7 @@ Deno.test("e2e cloud outside a request: logging/setLevel reaches a registry http
     tools: LEAKY_TOOLS,
   });
   await using ws = tempWorkspace({ permissions: { allow: ["open"], ask: [], deny: [] } });
-  const env = { PML_CLOUD_URL: cloud.url, PML_API_KEY: cloud.key, PML_CLOUD_TIMEOUT_MS: "5000" };
+  const env = cloud.env;
   const client = new Client({ name: "e2e", version: "1" }, { capabilities: {} });
   const logs: unknown[] = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));

@@ -78,12 +78,7 @@ Deno.test("e2e cloud surface: a registry http MCP's resources, templates, reads,
     permissions: { allow: ["open", "upstream"], ask: [], deny: [] },
     env: ["UPSTREAM_TOKEN"],
   });
-  const env = {
-    PML_CLOUD_URL: cloud.url,
-    PML_API_KEY: cloud.key,
-    PML_CLOUD_TIMEOUT_MS: "5000",
-    UPSTREAM_TOKEN: TOKEN,
-  };
+  const env = { ...cloud.env, UPSTREAM_TOKEN: TOKEN };
 
   let direct;
   {

@@ -30,13 +30,8 @@ import { spawnServe } from "../e2e/_serve.ts";
 
 const TOKEN = "tok-attack-surface-987";
 
-function cloudEnv(cloud: { url: string; key: string }) {
-  return {
-    PML_CLOUD_URL: cloud.url,
-    PML_API_KEY: cloud.key,
-    PML_CLOUD_TIMEOUT_MS: "5000",
-    UPSTREAM_TOKEN: TOKEN,
-  };
+function cloudEnv(cloud: { env: Record<string, string> }) {
+  return { ...cloud.env, UPSTREAM_TOKEN: TOKEN };
 }
 
 Deno.test("attack: a resource URI naming another registry MCP, or one the workspace does not allow, reads nothing of it; denied and asked ids say how to allow", async () => {

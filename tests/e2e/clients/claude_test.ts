@@ -156,11 +156,7 @@ Deno.test("claude -p: the model gets pml's tools as mcp__pml__*, with descriptio
     home: ws.home,
     api,
     trap,
-    mcpServers: pmlStdio(ws, {
-      PML_CLOUD_URL: cloud.url,
-      PML_API_KEY: cloud.key,
-      PML_CLOUD_TIMEOUT_MS: "5000",
-    }),
+    mcpServers: pmlStdio(ws, cloud.env),
   });
   assertRanOk(run, api);
   const turns = api.turns();
