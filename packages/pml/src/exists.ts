@@ -26,6 +26,15 @@ function statSucceeds(stat: (path: string) => unknown, path: string): boolean {
   }
 }
 
+/** The real path of `path` (symlinks followed), or `undefined` when it does not exist. */
+export function realPathOf(path: string): string | undefined {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * `"<device>:<inode>:<birth time>"` of the entry `path` names (the link itself for a symlink), or
  * `undefined` when there is none: what tells a file removed and created again (or replaced by a

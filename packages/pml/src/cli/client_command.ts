@@ -6,6 +6,7 @@
  * @module
  */
 import { join } from "node:path";
+import { realPathOf } from "../exists.ts";
 
 /** What the client files name, and what `pml init` says about it. */
 export interface ClientCommand {
@@ -28,14 +29,6 @@ export function pmlOnPath(path: string | undefined): string | undefined {
   return undefined;
 }
 
-function realPath(path: string): string {
-  try {
-    return Deno.realPathSync(path);
-  } catch {
-    return path;
-  }
-}
-
 /**
  * `launcher`: how this `pml` was started (`PML_LAUNCHER`, an absolute path, or a bare `pml`).
  *
@@ -56,7 +49,9 @@ export function clientCommand(launcher: string, path: string | undefined): Clien
         `\`pml init\` again to write \`pml\``,
     };
   }
-  if (realPath(found) === realPath(launcher)) return { command: "pml" };
+  if ((realPathOf(found) ?? found) === (realPathOf(launcher) ?? launcher)) {
+    return { command: "pml" };
+  }
   return {
     command: "pml",
     note: `The client files name \`pml\`, and your PATH finds ${found}, not the pml you ran ` +

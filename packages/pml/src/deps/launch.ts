@@ -2,7 +2,8 @@ import { basename, dirname, isAbsolute, join } from "node:path";
 import { PmlError } from "../errors.ts";
 import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
-import { guardedPaths } from "../config/control_files.ts";
+import { guardedPaths, within } from "../config/control_files.ts";
+import { realPathOf } from "../exists.ts";
 import {
   detectOsSandbox,
   type OsSandboxStatus,
@@ -324,7 +325,7 @@ export function commandLaunch(
   const base = policyWith(resolved.folders, []);
   const folders = resolved.folders.filter((p) => outsideSecrets(p, base.denyRead));
   const own = ownFiles(args, ctx.workspace).filter((p) =>
-    [p, realOf(p)].every((q) => ownFileAllowed(q, ctx.env.HOME)) &&
+    [p, realPathOf(p) ?? p].every((q) => ownFileAllowed(q, ctx.env.HOME)) &&
     outsideSecrets(p, base.denyRead)
   );
   const policy = own.length || folders.length < resolved.folders.length
@@ -391,18 +392,9 @@ export function ownFiles(args: readonly string[], cwd: string): string[] {
   return [...out];
 }
 
-/** The real path of `path` (itself when it does not exist). */
-function realOf(path: string): string {
-  try {
-    return Deno.realPathSync(path);
-  } catch {
-    return path;
-  }
-}
-
 /** Whether `path`, and the real path it leads to, lie outside every one of `hidden`. */
 function outsideSecrets(path: string, hidden: readonly string[]): boolean {
-  return [path, realOf(path)].every((p) => !hidden.some((d) => p === d || p.startsWith(d + "/")));
+  return [path, realPathOf(path) ?? path].every((p) => !hidden.some((d) => within(p, d)));
 }
 
 /**

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { exists } from "../exists.ts";
+import { exists, realPathOf } from "../exists.ts";
 import { PML_CODE_DIRS } from "../paths.ts";
 import { dirname, join, relative } from "node:path";
 import type { OsPolicy } from "./policy.ts";
@@ -76,15 +76,6 @@ function isDir(path: string): boolean | undefined {
   }
 }
 
-/** The real path of `path`, or `undefined` when it does not exist. */
-function realPath(path: string): string | undefined {
-  try {
-    return Deno.realPathSync(path);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Where the mount of `path` goes in the sandbox: `path` itself, unless a symlink on the way to it
  * lies inside another folder the sandbox shows (`roots`): a project's linked `node_modules` under
@@ -100,8 +91,8 @@ function mountPoint(path: string, roots: readonly string[]): string {
   const outer = roots.filter((root) => root !== path && within(path, root))
     .sort((a, b) => a.length - b.length)[0];
   if (outer === undefined) return path;
-  const real = realPath(path);
-  const realOuter = realPath(outer);
+  const real = realPathOf(path);
+  const realOuter = realPathOf(outer);
   if (real === undefined || realOuter === undefined) return path;
   return real === join(realOuter, relative(outer, path)) ? path : real;
 }

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { entryIdentity, exists } from "../exists.ts";
+import { entryIdentity, exists, realPathOf } from "../exists.ts";
 import { dirname, isAbsolute, join } from "node:path";
 import { within } from "../config/control_files.ts";
 import { DENO_LIMITS, PROGRAM_LIMITS, type SandboxLimits } from "./limits.ts";
@@ -144,7 +144,7 @@ export const HOME_SECRETS: readonly string[] = [
 export function pmlHomes(env: { readonly HOME?: string; readonly PML_HOME?: string }): string[] {
   const homes = env.HOME && isAbsolute(env.HOME) ? [join(env.HOME, ".pml")] : [];
   if (env.PML_HOME && isAbsolute(env.PML_HOME)) homes.push(env.PML_HOME);
-  return [...new Set(homes.flatMap((home) => [home, real(home) ?? home]))];
+  return [...new Set(homes.flatMap((home) => [home, realPathOf(home) ?? home]))];
 }
 
 /**
@@ -168,15 +168,6 @@ export const SYSTEM_SECRETS: readonly string[] = [
 /** Where the homes of the machine's users live (other users' homes are never visible). */
 const HOMES_ROOTS = ["/home", "/root"];
 
-/** The real path of `path`, or `undefined` when it does not exist. */
-function real(path: string): string | undefined {
-  try {
-    return Deno.realPathSync(path);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The secrets to hide for a user whose home is `home`, plus `extra` (`.pml.json` `sandbox.deny`):
  * each as given and, for a symlink, as its target. When `pml` runs as root, the files of `/etc`
@@ -192,7 +183,7 @@ export function secretPaths(
   const out = new Set<string>();
   const add = (path: string) => {
     out.add(path);
-    const target = real(path);
+    const target = realPathOf(path);
     if (target && target !== path) out.add(target);
   };
   if (home) { for (const rel of HOME_SECRETS) add(join(home, rel)); }
@@ -233,12 +224,12 @@ export function toolboxReads(
   env: { readonly HOME?: string; readonly PATH?: string },
   secrets: readonly string[],
 ): string[] {
-  const home = env.HOME && isAbsolute(env.HOME) ? real(env.HOME) : undefined;
+  const home = env.HOME && isAbsolute(env.HOME) ? realPathOf(env.HOME) : undefined;
   const out = new Set<string>(SYSTEM_TOOLBOX.filter(exists));
   if (home && home !== "/") out.add(home);
   for (const dir of (env.PATH ?? "").split(":")) {
     if (!isAbsolute(dir)) continue;
-    const path = real(dir);
+    const path = realPathOf(dir);
     if (!path || path === "/") continue;
     if ([...out].some((root) => within(path, root))) continue;
     if (secrets.some((s) => within(path, s))) continue;
