@@ -3,14 +3,7 @@ import { forEachLine } from "./_lines.ts";
 import { printable } from "./printable.ts";
 import { StderrTail } from "./_stderr_tail.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
-import {
-  childPids,
-  killTree,
-  killWithChildren,
-  processAlive,
-  type ProcStat,
-  procStat,
-} from "../procfs.ts";
+import { descendantCount, killTree, killWithChildren, taskChildren } from "../procfs.ts";
 import { unixSocketFilterFile } from "./seccomp.ts";
 import { libcPath } from "./libc.ts";
 import {
@@ -24,7 +17,7 @@ import {
   SANDBOX_HOME,
   wallCommand,
 } from "./os_sandbox.ts";
-import { LANDLOCK_LAUNCHER } from "./landlock_command.ts";
+import { denoProcessUnder, rssKb, straysOf } from "./sandbox_tree.ts";
 import { NetProxy } from "./net_proxy.ts";
 import { HTTP_PROXY_ENV, PROXY_ENV, proxyEnvOnPorts } from "./net_bridge.ts";
 import { createGroup, joinThenRun } from "./cgroup.ts";
@@ -487,7 +480,7 @@ export class SandboxProcess {
         return;
       }
       if (writeMb === Infinity) return;
-      const written = diskBytesUnder(this.#child.pid, childrenOf);
+      const written = diskBytesUnder(this.#child.pid, taskChildren);
       before ??= written;
       if (written - before > writeMb * 1024 * 1024) {
         this.#exitReason = `the sandbox wrote more than ${writeMb} MiB to disk in one call (${
@@ -666,100 +659,6 @@ function wireError(err: unknown): WireError {
     message: err instanceof Error ? err.message : String(err),
     code: (err as { code?: string } | undefined)?.code,
   };
-}
-
-/** Resident memory of `pid` in KiB, from `/proc/<pid>/status`. */
-function rssKb(pid: number): number | undefined {
-  try {
-    const m = /VmRSS:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
-    return m ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * `pid` itself when it runs Deno, else the first Deno process below it (bubblewrap's child, or
- * the Landlock init's: `launcher` set, the launcher itself, which is Deno too, is not it).
- */
-function denoProcessUnder(pid: number, launcher = false): number | undefined {
-  const stack = [pid];
-  while (stack.length) {
-    const p = stack.shift()!;
-    try {
-      const cmdline = Deno.readTextFileSync(`/proc/${p}/cmdline`);
-      if (
-        !cmdline.startsWith(`${Deno.execPath()}\0`) ||
-        (launcher && cmdline.includes(LANDLOCK_LAUNCHER))
-      ) {
-        stack.push(...childPids(p));
-        continue;
-      }
-      return p;
-    } catch { /* gone */ }
-  }
-  return undefined;
-}
-
-/**
- * The children of `pid`, from `/proc/<pid>/task/<tid>/children` (a few small reads, where a scan
- * of all `/proc` costs ~2 ms); from a scan of `/proc` when the kernel does not provide that file.
- */
-function childrenOf(pid: number): number[] {
-  let tasks: Deno.DirEntry[];
-  try {
-    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)];
-  } catch {
-    return []; // gone
-  }
-  const out: number[] = [];
-  for (const task of tasks) {
-    let text: string;
-    try {
-      text = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`);
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound && processAlive(pid)) return childPids(pid);
-      continue;
-    }
-    for (const word of text.split(" ")) if (word) out.push(Number(word));
-  }
-  return out;
-}
-
-/**
- * The live processes under the bubblewrap process `outer` that are neither bubblewrap nor the
- * runner (the first process bubblewrap's init started) nor below the runner. Behind Landlock
- * (`landlock`), `outer` is the init itself.
- */
-function straysOf(outer: number, landlock = false): number[] {
-  // outer bwrap → bwrap as the namespace's init → runner; orphans are re-parented to the init.
-  const strays: number[] = [];
-  for (const init of landlock ? [outer] : childrenOf(outer)) {
-    const below = childrenOf(init)
-      .map((pid) => procStat(pid))
-      .filter((p): p is ProcStat => p !== undefined)
-      .sort((a, b) => Number(a.start) - Number(b.start));
-    const stack = below.slice(1).map((p) => p.pid); // below[0] is the runner
-    while (stack.length) {
-      const pid = stack.pop()!;
-      if (processAlive(pid)) strays.push(pid);
-      stack.push(...childrenOf(pid));
-    }
-  }
-  return strays;
-}
-
-/** How many processes run below `pid`. */
-function descendantCount(pid: number): number {
-  let count = 0;
-  const stack = [pid];
-  while (stack.length) {
-    for (const child of childrenOf(stack.pop()!)) {
-      count++;
-      stack.push(child);
-    }
-  }
-  return count;
 }
 
 /** Waits for `p` to settle, at most `ms` milliseconds. */
