@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { trustContentSync } from "../packages/pml/src/config/trust_store.ts";
 import { installPacked } from "../packages/pml/scripts/pack.ts";
 import { IDLE_COLLECT_MS } from "../packages/pml/src/sandbox/_idle_gc.ts";
-import { LEAN_V8_FLAGS } from "../packages/pml/src/sandbox/sandbox_process.ts";
+import { LEAN_V8_FLAGS } from "../packages/pml/src/sandbox/sandbox_spec.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
 import {

@@ -9,10 +9,8 @@ import { assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace } from "../../packages/pml/src/testing/workspace.ts";
 import { pidsMentioning } from "../../packages/pml/src/procfs.ts";
 import { sandboxPolicy } from "../../packages/pml/src/sandbox/policy.ts";
-import {
-  SandboxProcess,
-  type SandboxSpec,
-} from "../../packages/pml/src/sandbox/sandbox_process.ts";
+import { SandboxProcess } from "../../packages/pml/src/sandbox/sandbox_process.ts";
+import type { SandboxSpec } from "../../packages/pml/src/sandbox/sandbox_spec.ts";
 import { ChildTransport } from "../../packages/pml/src/targets/stdio/child_transport.ts";
 import { commandLaunch } from "../../packages/pml/src/deps/launch.ts";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";

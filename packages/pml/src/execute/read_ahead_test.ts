@@ -4,7 +4,8 @@
  * be read ahead (a write in the code, a tool the user is asked about).
  */
 import { analyzeCode } from "../analysis/mod.ts";
-import { AHEAD_PUSH_CHARS, SandboxProcess } from "../sandbox/sandbox_process.ts";
+import { SandboxProcess } from "../sandbox/sandbox_process.ts";
+import { AHEAD_PUSH_CHARS } from "../sandbox/call_relay.ts";
 import { assertEquals, assertMatch } from "../testing/assert.ts";
 import { FILESYSTEM_ALLOWED, gatewayFor, tempWorkspace } from "../testing/workspace.ts";
 import { execute } from "./_test_helpers.ts";

@@ -1,4 +1,6 @@
-import { type AheadCalls, SandboxProcess, type SandboxSpec } from "../sandbox/sandbox_process.ts";
+import { SandboxProcess } from "../sandbox/sandbox_process.ts";
+import type { SandboxSpec } from "../sandbox/sandbox_spec.ts";
+import type { AheadCalls } from "../sandbox/call_relay.ts";
 import { aheadKey } from "./read_ahead.ts";
 import { sandboxEntry } from "../paths.ts";
 import { sandboxPolicy } from "../sandbox/policy.ts";

@@ -9,7 +9,7 @@
  *   by `prlimit` before its command starts. `RLIMIT_NPROC` is counted per uid of that namespace,
  *   so only the sandbox's own tasks count; the kernel ignores it for host uid 0, so when `pml` runs
  *   as root a control group (`cgroup.ts`) caps the tasks, and memory too, where it can be created;
- * - the watchdogs of `sandbox_process.ts` stop the sandbox above its process count, its resident
+ * - the watchdogs of `_watchdogs.ts` stop the sandbox above its process count, its resident
  *   memory (`pml:execute`) or the bytes written to disk during one call.
  *
  * @module

@@ -1,4 +1,5 @@
-import { sandboxFlags, SandboxProcess, type SandboxSpec } from "./sandbox_process.ts";
+import { SandboxProcess } from "./sandbox_process.ts";
+import { sandboxFlags, type SandboxSpec } from "./sandbox_spec.ts";
 
 /**
  * Warm sandbox processes, one per permission set (the spec's flags and env). A process that died

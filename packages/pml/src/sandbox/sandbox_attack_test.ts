@@ -9,7 +9,8 @@ import { StdTarget } from "../targets/std/std_target.ts";
 import { assert, assertEquals, assertRejects, assertStringIncludes } from "../testing/assert.ts";
 import { tempWorkspace, testConfig } from "../testing/workspace.ts";
 import { SandboxPool } from "./pool.ts";
-import { SandboxProcess, type SandboxSpec } from "./sandbox_process.ts";
+import { SandboxProcess } from "./sandbox_process.ts";
+import type { SandboxSpec } from "./sandbox_spec.ts";
 
 const ATTACK_ENTRY = join(import.meta.dirname!, "testdata", "attack_entry.ts");
 

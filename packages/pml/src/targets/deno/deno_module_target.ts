@@ -23,11 +23,8 @@ import { isUnreachable } from "../../registry/registry_client.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import type { SandboxPool } from "../../sandbox/pool.ts";
 import { sandboxPolicy } from "../../sandbox/policy.ts";
-import {
-  SandboxError,
-  type SandboxProcess,
-  type SandboxSpec,
-} from "../../sandbox/sandbox_process.ts";
+import { SandboxError, type SandboxProcess } from "../../sandbox/sandbox_process.ts";
+import type { SandboxSpec } from "../../sandbox/sandbox_spec.ts";
 import { type CallToolResult, CreateMessageRequestSchema } from "../../sdk/types.ts";
 import { refusalText } from "./_refusal.ts";
 import {

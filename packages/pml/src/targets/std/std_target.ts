@@ -13,7 +13,8 @@ import { instructionWriteQuestion } from "./instruction_files.ts";
 import { GuardedWrites } from "./guarded_writes.ts";
 import { guardedPaths } from "../../config/control_files.ts";
 import { pmlHomes, type PolicyInput, sandboxPolicy } from "../../sandbox/policy.ts";
-import { SandboxError, type SandboxSpec } from "../../sandbox/sandbox_process.ts";
+import { SandboxError } from "../../sandbox/sandbox_process.ts";
+import type { SandboxSpec } from "../../sandbox/sandbox_spec.ts";
 import type { RoutingResolver } from "../../routing/routing.ts";
 import { sandboxEntry } from "../../paths.ts";
 import {
