@@ -30,7 +30,7 @@ import { runImport } from "../../packages/pml/src/cli/import.ts";
 import type { NpmResolver } from "../../packages/pml/src/deps/npm_resolver.ts";
 import { commandLaunch, ownFileAllowed } from "../../packages/pml/src/deps/launch.ts";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
-import { detectOsSandbox } from "../../packages/pml/src/sandbox/os_sandbox.ts";
+import { detectOsSandbox } from "../../packages/pml/src/sandbox/detect_os_sandbox.ts";
 import { Server } from "../../packages/pml/src/sdk/server.ts";
 import { serveMcp } from "../../packages/pml/src/testing/mcp_http.ts";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "../../packages/pml/src/sdk/types.ts";

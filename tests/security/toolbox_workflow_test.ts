@@ -12,7 +12,7 @@ import {
   assertStringIncludes,
 } from "../../packages/pml/src/testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { detectOsSandbox } from "../../packages/pml/src/sandbox/os_sandbox.ts";
+import { detectOsSandbox } from "../../packages/pml/src/sandbox/detect_os_sandbox.ts";
 
 type Out = { code: number; stdout: string; stderr: string; hint?: string };
 

@@ -9,13 +9,13 @@
 import { join } from "node:path";
 import { loadConfig } from "../config/config.ts";
 import type { CliIo } from "./io.ts";
+import { bwrapArgs } from "../sandbox/os_sandbox.ts";
 import {
-  bwrapArgs,
   detectOsSandbox,
   type OsSandboxStatus,
   wallChoice,
   wallName,
-} from "../sandbox/os_sandbox.ts";
+} from "../sandbox/detect_os_sandbox.ts";
 import {
   CANARY_EXPECTED,
   CANARY_PROBES,

@@ -4,12 +4,8 @@ import { checkPermission } from "../permission/patterns.ts";
 import { lockStatus } from "../registry/lock_status.ts";
 import type { CliIo } from "./io.ts";
 import { printableLine as q } from "../sandbox/printable.ts";
-import {
-  detectOsSandbox,
-  type OsPolicy,
-  unixSocketsAllowed,
-  wallChoice,
-} from "../sandbox/os_sandbox.ts";
+import { type OsPolicy, unixSocketsAllowed } from "../sandbox/os_sandbox.ts";
+import { detectOsSandbox, wallChoice } from "../sandbox/detect_os_sandbox.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
 import { createRoutingResolver } from "../routing/routing.ts";
 import { StdTarget } from "../targets/std/std_target.ts";

@@ -4,13 +4,12 @@ import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
 import { guardedPaths, within } from "../config/control_files.ts";
 import { realPathOf } from "../exists.ts";
+import { SANDBOX_DENO_DIR, wallCommand } from "../sandbox/os_sandbox.ts";
 import {
   detectOsSandbox,
   type OsSandboxStatus,
   type OsWall,
-  SANDBOX_DENO_DIR,
-  wallCommand,
-} from "../sandbox/os_sandbox.ts";
+} from "../sandbox/detect_os_sandbox.ts";
 import { proxyDir } from "../sandbox/net_proxy.ts";
 import type { OsPolicy } from "../sandbox/policy.ts";
 import type { GroupLimits } from "../sandbox/cgroup.ts";

@@ -12,7 +12,7 @@ import { humanPermissionStore } from "../permission/permission_store.ts";
 import { auditDecided, decideAsHuman, thisOwner } from "../permission/human_decision.ts";
 import type { RoutingTable } from "../routing/routing.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
-import type { OsSandboxStatus } from "../sandbox/os_sandbox.ts";
+import type { OsSandboxStatus } from "../sandbox/detect_os_sandbox.ts";
 import { STD_MODULES, StdTarget } from "../targets/std/std_target.ts";
 import { createStdioTarget, type StdioOptions } from "../targets/stdio/create_stdio_target.ts";
 import { RemoteTarget } from "../targets/remote/remote_target.ts";

@@ -7,14 +7,8 @@
  */
 import { unixSocketFilterFile } from "./seccomp.ts";
 import { libcPath } from "./libc.ts";
-import {
-  detectOsSandbox,
-  type OsSandboxStatus,
-  SANDBOX_CACHE_HOME,
-  SANDBOX_DENO_DIR,
-  SANDBOX_HOME,
-  wallCommand,
-} from "./os_sandbox.ts";
+import { SANDBOX_CACHE_HOME, SANDBOX_DENO_DIR, SANDBOX_HOME, wallCommand } from "./os_sandbox.ts";
+import { detectOsSandbox, type OsSandboxStatus } from "./detect_os_sandbox.ts";
 import { NetProxy } from "./net_proxy.ts";
 import { HTTP_PROXY_ENV, PROXY_ENV, proxyEnvOnPorts } from "./net_bridge.ts";
 import { createGroup, joinThenRun } from "./cgroup.ts";

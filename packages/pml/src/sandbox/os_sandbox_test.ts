@@ -10,14 +10,8 @@ import {
   testConfig,
   textOf,
 } from "../testing/workspace.ts";
-import {
-  bwrapArgs,
-  detectOsSandbox,
-  detectOsSandboxSoon,
-  osCommand,
-  type OsPolicy,
-  wallName,
-} from "./os_sandbox.ts";
+import { bwrapArgs, osCommand, type OsPolicy } from "./os_sandbox.ts";
+import { detectOsSandbox, detectOsSandboxSoon, wallName } from "./detect_os_sandbox.ts";
 import { SandboxPool } from "./pool.ts";
 import { DENO_LIMITS } from "./limits.ts";
 

@@ -13,7 +13,7 @@ import { printable } from "./printable.ts";
 import { StderrTail } from "./_stderr_tail.ts";
 import type { HostMessage, SandboxMessage, WireError } from "./protocol.ts";
 import { killTree, killWithChildren } from "../procfs.ts";
-import type { OsSandboxStatus } from "./os_sandbox.ts";
+import type { OsSandboxStatus } from "./detect_os_sandbox.ts";
 import { straysOf } from "./sandbox_tree.ts";
 import type { SandboxSpec } from "./sandbox_spec.ts";
 import { type SandboxWall, spawnSandbox } from "./_spawn.ts";

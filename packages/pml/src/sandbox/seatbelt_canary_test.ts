@@ -14,7 +14,8 @@ import {
   readCanaryRecord,
   seatbeltCanary,
 } from "./seatbelt_canary.ts";
-import { bwrapArgs, detectOsSandbox } from "./os_sandbox.ts";
+import { bwrapArgs } from "./os_sandbox.ts";
+import { detectOsSandbox } from "./detect_os_sandbox.ts";
 
 const KEY: CanaryKey = { os: "macOS 14.5 23F79", profile: "abc", deno: "2.9.6" };
 

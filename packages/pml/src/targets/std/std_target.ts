@@ -8,7 +8,7 @@ import {
   detectOsSandbox,
   detectOsSandboxSoon,
   type OsSandboxStatus,
-} from "../../sandbox/os_sandbox.ts";
+} from "../../sandbox/detect_os_sandbox.ts";
 import { instructionWriteQuestion } from "./instruction_files.ts";
 import { GuardedWrites } from "./guarded_writes.ts";
 import { guardedPaths } from "../../config/control_files.ts";

@@ -10,7 +10,7 @@ import type { RoutingResolver } from "../../routing/routing.ts";
 import type { McpPins } from "../../registry/mcp_pins.ts";
 import { RegistryMetadataSource } from "../../registry/metadata_source.ts";
 import type { RegistryStack } from "../deno/_stack.ts";
-import type { OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
+import type { OsSandboxStatus } from "../../sandbox/detect_os_sandbox.ts";
 import type { Clock } from "./clock.ts";
 import { PidFile } from "./pid_file.ts";
 import { StdioProcessManager, type Supervision } from "./process_manager.ts";

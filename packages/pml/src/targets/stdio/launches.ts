@@ -18,7 +18,7 @@ import {
   missingEnvMessage,
   osWallRefusal,
 } from "../../deps/launch.ts";
-import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/os_sandbox.ts";
+import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/detect_os_sandbox.ts";
 import { type DependencyMeta, unpinnedWarning } from "../../deps/metadata.ts";
 import { describeDenoGrants } from "../../deps/grants.ts";
 import { isPmlError, PmlError } from "../../errors.ts";
