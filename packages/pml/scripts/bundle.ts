@@ -34,8 +34,15 @@ export const BUNDLE_ENTRIES: readonly { readonly out: string; readonly src: stri
   { out: "sandbox/landlock_exec.js", src: "src/sandbox/landlock_exec.ts" },
 ];
 
-/** Builds the bundled form into `outDir` (a folder directly inside `packages/pml`). */
-export async function bundle(outDir: string = join(PKG, "dist")): Promise<void> {
+/**
+ * Builds the bundled form into `outDir` (a folder directly inside `packages/pml`). `sourcemap`
+ * also writes each file's source map beside it (`pml.js.map`; for `deno task size --parts`, never
+ * in the package).
+ */
+export async function bundle(
+  outDir: string = join(PKG, "dist"),
+  opts: { sourcemap?: boolean } = {},
+): Promise<void> {
   const out = resolve(outDir);
   if (dirname(out) !== PKG || basename(out) === "src") {
     throw new Error(
@@ -51,6 +58,7 @@ export async function bundle(outDir: string = join(PKG, "dist")): Promise<void> 
         "--quiet",
         "--platform=deno",
         "--minify",
+        ...(opts.sourcemap ? ["--sourcemap=external"] : []),
         "--packages=external",
         ...EXTERNAL.map((e) => `--external=${e}`),
         "--config",

@@ -3,7 +3,8 @@
  * with `npm pack`. What it holds:
  *
  * - `dist/`: the bundled form (`scripts/bundle.ts`: `pml.js` and the sandbox entries);
- * - `registry/mcp/`: the catalogue of stdio MCPs that PML knows without a registry;
+ * - `registry/mcp/`: the catalogue of stdio MCPs that PML knows without a registry (the same
+ *   JSON values as the repository's files, without their indentation);
  * - `bin/pml`: the launcher (`npm/pml`), which finds the Deno installed with the package;
  * - `package.json`: the npm packages the bundle imports, and `deno`, at the versions the
  *   repository pins in its own `package.json`.
@@ -51,10 +52,9 @@ export async function pack(destination: string = Deno.cwd()): Promise<PackedPack
     Deno.mkdirSync(join(staging, "registry", "mcp"), { recursive: true });
     for (const e of Deno.readDirSync(join(ROOT, "registry", "mcp"))) {
       if (e.isFile && e.name.endsWith(".json")) {
-        Deno.copyFileSync(
-          join(ROOT, "registry", "mcp", e.name),
-          join(staging, "registry", "mcp", e.name),
-        );
+        // Without the indentation: the client only `JSON.parse`s these files.
+        const value = JSON.parse(Deno.readTextFileSync(join(ROOT, "registry", "mcp", e.name)));
+        Deno.writeTextFileSync(join(staging, "registry", "mcp", e.name), JSON.stringify(value));
       }
     }
     Deno.mkdirSync(join(staging, "bin"));

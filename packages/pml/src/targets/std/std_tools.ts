@@ -4,8 +4,8 @@
  *
  * @module
  */
-import * as filesystem from "../../../../../registry/std/filesystem.ts";
-import * as shell from "../../../../../registry/std/shell.ts";
+import { __meta__ as filesystemMeta } from "../../../../../registry/std/filesystem.ts";
+import { __meta__ as shellMeta } from "../../../../../registry/std/shell.ts";
 
 /** What a std tool may do: read, write the workspace, or run programs. */
 export type Access = "read" | "write" | "run";
@@ -18,8 +18,15 @@ export interface StdToolMeta {
   readonly access: Access;
 }
 
-/** The built-in std modules, by namespace (the same files the registry serves). */
-export const STD_MODULES = { filesystem, shell } as const;
+/**
+ * The built-in std modules, by namespace (the same files the registry serves), as the gateway
+ * needs them: their `__meta__`. Their functions run only in the std sandbox (`std_entry.ts`); named
+ * imports of `__meta__` alone keep them out of the gateway's bundle (`pml.js`).
+ */
+export const STD_MODULES = {
+  filesystem: { __meta__: filesystemMeta },
+  shell: { __meta__: shellMeta },
+} as const;
 
 /** The declaration of the std tool `ns:action`, if there is one. */
 export function metaOf(ns: string, action: string): StdToolMeta | undefined {
