@@ -55,3 +55,22 @@ Deno.test("bundle: an output folder at another depth is refused before anything 
     Deno.removeSync(elsewhere, { recursive: true });
   }
 });
+
+Deno.test("bundle: pml.js carries the std modules' __meta__, not their functions (those run in the std sandbox)", async () => {
+  const out = Deno.makeTempDirSync({ dir: PKG, prefix: ".bundle-test-" });
+  try {
+    await bundle(out);
+    const gateway = Deno.readTextFileSync(join(out, "pml.js"));
+    const sandbox = Deno.readTextFileSync(join(out, "sandbox", "std_entry.js"));
+    // A description of __meta__, then a message of filesystem's edit_file and of shell's exec.
+    const meta = "Read a UTF-8 text file in the workspace";
+    const functions = ["must be a non-empty array of {oldText, newText}", "bytes cut]"];
+    assert(gateway.includes(meta), "pml.js lost the std tools' descriptions");
+    for (const text of functions) {
+      assert(sandbox.includes(text), `std_entry.js lacks "${text}"`);
+      assert(!gateway.includes(text), `pml.js carries the std function that says "${text}"`);
+    }
+  } finally {
+    Deno.removeSync(out, { recursive: true });
+  }
+});
