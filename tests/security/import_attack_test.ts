@@ -28,7 +28,8 @@ import { gatewayFor, tempWorkspace, textOf } from "../../packages/pml/src/testin
 import type { CliIo } from "../../packages/pml/src/cli/io.ts";
 import { runImport } from "../../packages/pml/src/cli/import.ts";
 import type { NpmResolver } from "../../packages/pml/src/deps/npm_resolver.ts";
-import { commandLaunch, ownFileAllowed } from "../../packages/pml/src/deps/launch.ts";
+import { ownFileAllowed } from "../../packages/pml/src/deps/own_files.ts";
+import { commandLaunch } from "../../packages/pml/src/deps/command_launch.ts";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
 import { detectOsSandbox } from "../../packages/pml/src/sandbox/detect_os_sandbox.ts";
 import { Server } from "../../packages/pml/src/sdk/server.ts";

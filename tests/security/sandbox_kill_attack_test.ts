@@ -12,7 +12,7 @@ import { sandboxPolicy } from "../../packages/pml/src/sandbox/policy.ts";
 import { SandboxProcess } from "../../packages/pml/src/sandbox/sandbox_process.ts";
 import type { SandboxSpec } from "../../packages/pml/src/sandbox/sandbox_spec.ts";
 import { ChildTransport } from "../../packages/pml/src/targets/stdio/child_transport.ts";
-import { commandLaunch } from "../../packages/pml/src/deps/launch.ts";
+import { commandLaunch } from "../../packages/pml/src/deps/command_launch.ts";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
 
 const ROUNDS = 40;

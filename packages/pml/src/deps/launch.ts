@@ -1,9 +1,15 @@
-import { basename, dirname, isAbsolute, join } from "node:path";
+/**
+ * How a stdio server is started, as data ({@link LaunchSpec}), the rules every way of starting one
+ * shares (the refusal without an OS wall or the note of an unconfined run, the variables it may
+ * receive, its metadata's placeholders, what its wall needs beside the command), and the npm
+ * package's launch under Deno ({@link denoLaunch}). A declared raw command's is `command_launch.ts`.
+ *
+ * @module
+ */
 import { PmlError } from "../errors.ts";
 import type { InstalledPackage } from "./installer.ts";
 import type { DependencyMeta } from "./metadata.ts";
-import { guardedPaths, within } from "../config/control_files.ts";
-import { realPathOf } from "../exists.ts";
+import { guardedPaths } from "../config/control_files.ts";
 import { SANDBOX_DENO_DIR, wallCommand } from "../sandbox/os_sandbox.ts";
 import {
   detectOsSandbox,
@@ -13,9 +19,8 @@ import {
 import { proxyDir } from "../sandbox/net_proxy.ts";
 import type { OsPolicy } from "../sandbox/policy.ts";
 import type { GroupLimits } from "../sandbox/cgroup.ts";
-import { HTTP_PROXY_ENV, PROXY_ENV } from "../sandbox/net_bridge.ts";
+import { HTTP_PROXY_ENV } from "../sandbox/net_bridge.ts";
 import { sandboxPolicy } from "../sandbox/policy.ts";
-import { unixSocketFilterFile } from "../sandbox/seccomp.ts";
 
 /** How to start a stdio server, as data: tests and `pml status` can inspect every grant. */
 export interface LaunchSpec {
@@ -75,7 +80,11 @@ export function osWallRefusal(
 }
 
 /** Throws the {@link osWallRefusal} as a `NO_OS_SANDBOX` error when there is one. */
-function refuseWithoutOsWall(server: string, os: OsSandboxStatus, unconfined: boolean): void {
+export function refuseWithoutOsWall(
+  server: string,
+  os: OsSandboxStatus,
+  unconfined: boolean,
+): void {
   const refusal = osWallRefusal(server, os, unconfined);
   if (refusal) throw new PmlError("NO_OS_SANDBOX", refusal, { details: { server } });
 }
@@ -111,14 +120,23 @@ export function missingEnvMessage(server: string, missing: readonly string[]): s
     `of your MCP client, e.g. in .mcp.json: "mcpServers": {"pml": {…, "env": {${example}}}}, then restart it`;
 }
 
-function pick(
+/** The variables of `env` among `names` (those it has). */
+export function pickEnv(
   env: Readonly<Record<string, string>>,
   names: readonly string[],
 ): Record<string, string> {
   return Object.fromEntries(names.filter((n) => env[n] !== undefined).map((n) => [n, env[n]]));
 }
 
-function expand(value: string, vars: Record<string, string>, server: string): string {
+/**
+ * `value` with its `${name}` placeholders replaced from `vars` (`${workspace}`, `${packageDir}`);
+ * an unknown one is the metadata's error.
+ */
+export function expandPlaceholders(
+  value: string,
+  vars: Record<string, string>,
+  server: string,
+): string {
   return value.replace(/\$\{([A-Za-z]+)\}/g, (whole, name: string) => {
     if (vars[name] === undefined) {
       throw new PmlError(
@@ -170,7 +188,7 @@ export function denoLaunch(
   },
 ): LaunchSpec {
   const vars = { workspace: ctx.workspace, packageDir: installed.packageDir };
-  const x = (vs: readonly string[]) => vs.map((v) => expand(v, vars, meta.server));
+  const x = (vs: readonly string[]) => vs.map((v) => expandPlaceholders(v, vars, meta.server));
   const envNames = declaredEnv(meta);
   const args = [
     "run",
@@ -190,7 +208,7 @@ export function denoLaunch(
     NO_COLOR: "1",
     DENO_NO_UPDATE_CHECK: "1",
     DENO_DIR: ctx.denoDir,
-    ...pick(ctx.env, envNames),
+    ...pickEnv(ctx.env, envNames),
   };
   const os = ctx.osSandbox ?? detectOsSandbox(ctx.env.PATH);
   if (!os.available) {
@@ -219,26 +237,20 @@ export function denoLaunch(
     denyWrite: guardedPaths([ctx.workspace, ...write]),
     net: meta.permissions.net,
   });
-  const net = netProxyFor(policy, os);
-  const own = privateDirFor(os);
   // No seccomp filter here: under it, Deno's Node compatibility layer stopped answering (the
   // memory server's calls hung). Deno's flags stand instead: a unix socket is connected to only
   // with read and write access to its path, which an npm server has only where it declares.
-  const started = wallCommand(os, policy, ctx.workspace, [ctx.denoPath, ...args], {
+  const argv = [ctx.denoPath, ...args];
+  const { walled, net, privateDir } = wallLaunch(os, policy, ctx.workspace, argv, {
     denoPath: ctx.denoPath,
-    netDir: net?.dir,
-    privateDir: own?.privateDir,
   });
   return {
     server: meta.server,
-    command: started.program,
-    osWall: true,
-    ...privateDirSpec(os, own),
-    args: started.args,
+    ...walled,
     env: {
       ...env,
-      DENO_DIR: own ? `${own.privateDir}/deno` : SANDBOX_DENO_DIR,
-      ...(own ? { TMPDIR: `${own.privateDir}/tmp` } : {}),
+      DENO_DIR: privateDir ? `${privateDir}/deno` : SANDBOX_DENO_DIR,
+      ...(privateDir ? { TMPDIR: `${privateDir}/tmp` } : {}),
       ...(net ? HTTP_PROXY_ENV : {}),
     },
     cwd: ctx.workspace,
@@ -249,182 +261,8 @@ export function denoLaunch(
   };
 }
 
-/**
- * A declared raw command (`uvx …`, `npx …` without a pinned package). Nothing pins what it runs, so
- * it runs inside the OS sandbox like every other local execution (DESIGN §12), after an explicit
- * approval: the system read-only, the folder of the resolved command read-only (unless it, or where
- * it leads, lies in a hidden secret), the workspace and declared reads read-only, declared writes
- * read-write, a private `HOME` of its own that persists between runs (package runners keep their
- * caches there; the user's `HOME` is not its `HOME`, and is seen as the toolbox shows it), the
- * control files read-only, and the network only to the hosts its metadata declares and `.pml.json`
- * `sandbox.net` grants, through the host-side proxy (never the host's network). It gets `PATH`,
- * that `HOME` and the declared variables. Without an OS sandbox it is refused unless `.pml.json`
- * sets `sandbox.unconfined`; then it runs as declared with the user's `HOME`.
- */
-export function commandLaunch(
-  meta: DependencyMeta,
-  ctx: {
-    workspace: string;
-    env: Readonly<Record<string, string>>;
-    /** Where dependencies keep their files; the command's private home is `<depsDir>/<server>.home`. */
-    depsDir: string;
-    osSandbox?: OsSandboxStatus;
-    unconfined?: boolean;
-    deny?: readonly string[];
-  },
-): LaunchSpec {
-  const vars = { workspace: ctx.workspace };
-  const x = (vs: readonly string[]) => vs.map((v) => expand(v, vars, meta.server));
-  const command = expand(meta.command, vars, meta.server);
-  const args = meta.args.map((a) => expand(a, vars, meta.server));
-  const declared = pick(ctx.env, declaredEnv(meta));
-  const os = ctx.osSandbox ?? detectOsSandbox(ctx.env.PATH);
-  if (!os.available) {
-    refuseWithoutOsWall(meta.server, os, ctx.unconfined ?? false);
-    return {
-      server: meta.server,
-      command,
-      args,
-      env: { ...pick(ctx.env, ["PATH", "HOME"]), ...declared },
-      cwd: ctx.workspace,
-      mode: "command",
-      unconfined: os.reason,
-    };
-  }
-  const home = commandHome(ctx.depsDir, meta.server);
-  Deno.mkdirSync(home, { recursive: true });
-  const path = ctx.env.PATH ?? "/usr/bin:/bin";
-  const resolved = resolveCommand(command, path, ctx.workspace);
-  if (!resolved) {
-    // Said now, in PML's words: bubblewrap would only report a failed execvp.
-    throw new PmlError(
-      "DEPENDENCY_START_FAILED",
-      `Cannot start ${meta.server}: its command "${command}" is not ${
-        command.includes("/") ? "a file" : `on the PATH pml runs with (${path})`
-      }; install it, or set the full path in private_mcps.${meta.server}.install.command`,
-      { details: { server: meta.server, missing: "runtime", command } },
-    );
-  }
-  const write = [home, ...x(meta.permissions.write)];
-  const policyWith = (folders: readonly string[], own: readonly string[]) =>
-    sandboxPolicy({
-      view: "toolbox",
-      env: ctx.env,
-      deny: ctx.deny,
-      read: [ctx.workspace, ...x(meta.permissions.read), ...folders, ...own],
-      write,
-      denyWrite: guardedPaths([ctx.workspace, ...write]),
-      net: meta.permissions.net,
-    });
-  // The command's folder and its own files (a script among its arguments, with its package) are
-  // readable, unless the read model keeps them out (secrets; for its own files also other users'
-  // homes, a whole home or the root): an argument is no human's grant. Each is judged where it
-  // really is too, since a bind shows what a link leads to (`./tools/x.js`, `./tools` a link into
-  // `~/.config/gcloud`, would show that secret's files).
-  const base = policyWith(resolved.folders, []);
-  const folders = resolved.folders.filter((p) => outsideSecrets(p, base.denyRead));
-  const own = ownFiles(args, ctx.workspace).filter((p) =>
-    [p, realPathOf(p) ?? p].every((q) => ownFileAllowed(q, ctx.env.HOME)) &&
-    outsideSecrets(p, base.denyRead)
-  );
-  const policy = own.length || folders.length < resolved.folders.length
-    ? policyWith(folders, own)
-    : base;
-  const net = netProxyFor(policy, os);
-  const privateDir = privateDirFor(os);
-  const started = wallCommand(os, policy, ctx.workspace, [resolved.path, ...args], {
-    seccomp: unixSocketFilterFile(),
-    netDir: net?.dir,
-    privateDir: privateDir?.privateDir,
-  });
-  return {
-    server: meta.server,
-    command: started.program,
-    osWall: true,
-    ...privateDirSpec(os, privateDir),
-    args: started.args,
-    env: {
-      ...pick(ctx.env, ["PATH"]),
-      HOME: home,
-      ...(privateDir ? { TMPDIR: `${privateDir.privateDir}/tmp` } : {}),
-      ...declared,
-      ...(net ? PROXY_ENV : {}),
-    },
-    cwd: ctx.workspace,
-    mode: "command",
-    group: groupOf(policy),
-    ...(net ? { netProxy: net } : {}),
-    declared: [command, ...args].join(" "),
-  };
-}
-
-/**
- * The files a raw command's arguments name (`node /srv/mcp/server.mjs`, `python ./tools/x.py`):
- * for each existing path, the folder of its package (the nearest folder up with a `package.json`,
- * `pyproject.toml`, `deno.json` or `go.mod`), else its own folder (a folder argument: itself), and
- * the `node_modules` folders it sits in (`node node_modules/@scope/server/dist/index.js`: npm
- * hoists the package's dependencies beside it, where Node looks for them).
- */
-export function ownFiles(args: readonly string[], cwd: string): string[] {
-  const out = new Set<string>();
-  for (const a of args) {
-    if (!(isAbsolute(a) || /^\.\.?\//.test(a))) continue;
-    const p = isAbsolute(a) ? a : join(cwd, a);
-    let info: Deno.FileInfo;
-    try {
-      info = Deno.statSync(p);
-    } catch {
-      continue; // not a path
-    }
-    const start = info.isDirectory ? p : dirname(p);
-    const root = packageRoot(start) ?? start;
-    out.add(root);
-    for (let dir = dirname(root); dir !== dirname(dir); dir = dirname(dir)) {
-      if (basename(dir) === "node_modules") out.add(dir);
-    }
-    // Its dependencies, where a linked node_modules really is.
-    try {
-      const modules = Deno.realPathSync(join(root, "node_modules"));
-      if (!modules.startsWith(root + "/")) out.add(modules);
-    } catch { /* none */ }
-  }
-  return [...out];
-}
-
-/** Whether `path`, and the real path it leads to, lie outside every one of `hidden`. */
-function outsideSecrets(path: string, hidden: readonly string[]): boolean {
-  return [path, realPathOf(path) ?? path].every((p) => !hidden.some((d) => within(p, d)));
-}
-
-/**
- * Whether a raw command's own folder may be granted: two levels deep at least (`/srv/mcp`, not `/`
- * or `/srv`), not the user's home or one of its parents, and not in another user's home (`/home/*`,
- * `/root`), which the read model leaves out.
- */
-export function ownFileAllowed(path: string, home: string | undefined): boolean {
-  if (path.split("/").filter(Boolean).length < 2) return false;
-  if (home && (home === path || home.startsWith(path + "/"))) return false;
-  const inHome = home !== undefined && path.startsWith(home + "/");
-  return inHome || !(path.startsWith("/home/") || path === "/root" || path.startsWith("/root/"));
-}
-
-const PROJECT_FILES = ["package.json", "pyproject.toml", "deno.json", "go.mod"];
-
-/** The nearest folder up from `from` (at most 4 levels) that holds a project file. */
-function packageRoot(from: string): string | undefined {
-  let dir = from;
-  for (let level = 0; level < 5 && dir !== dirname(dir); level++, dir = dirname(dir)) {
-    for (const f of PROJECT_FILES) {
-      try {
-        Deno.statSync(join(dir, f));
-        return dir;
-      } catch { /* next */ }
-    }
-  }
-  return undefined;
-}
-
-function groupOf(policy: OsPolicy): GroupLimits {
+/** The control group of a sandbox with `policy`'s limits. */
+export function groupOf(policy: OsPolicy): GroupLimits {
   return { tasks: policy.limits.tasks, memoryMb: policy.limits.memoryMb };
 }
 
@@ -456,34 +294,37 @@ function privateDirSpec(
   return "seatbelt" in os ? { seatbelt: own } : { landlock: own };
 }
 
-/** The private home of a raw command: its own caches, never the user's home. */
-export function commandHome(depsDir: string, server: string): string {
-  return join(depsDir, `${server}.home`);
-}
-
 /**
- * `command` as the host's `PATH` finds it (or relative to `cwd`), with the folders to bind for it:
- * its own and, when it is a symlink, its target's (argv[0] keeps the name it was called by).
+ * `command` behind the wall `os` under `policy` (`cwd` inside it), with what the wall needs beside
+ * it: the network proxy when the policy grants hosts, the private folder behind Landlock or
+ * Seatbelt. `walled` is the spec's part of it (the command, in the spec's order of fields).
  */
-function resolveCommand(
-  command: string,
-  path: string,
+export function wallLaunch(
+  os: OsWall,
+  policy: OsPolicy,
   cwd: string,
-): { path: string; folders: string[] } | undefined {
-  const candidates = command.includes("/")
-    ? [isAbsolute(command) ? command : join(cwd, command)]
-    : path.split(":").filter(Boolean).map((dir) => join(dir, command));
-  for (const candidate of candidates) {
-    try {
-      if (Deno.statSync(candidate).isFile) {
-        return {
-          path: candidate,
-          folders: [...new Set([dirname(candidate), dirname(Deno.realPathSync(candidate))])],
-        };
-      }
-    } catch {
-      // not there: the next one
-    }
-  }
-  return undefined;
+  command: readonly string[],
+  opts: { denoPath?: string; seccomp?: string },
+): {
+  walled: Pick<LaunchSpec, "command" | "osWall" | "landlock" | "seatbelt" | "args">;
+  net: LaunchSpec["netProxy"];
+  privateDir: string | undefined;
+} {
+  const net = netProxyFor(policy, os);
+  const own = privateDirFor(os);
+  const started = wallCommand(os, policy, cwd, command, {
+    ...opts,
+    netDir: net?.dir,
+    privateDir: own?.privateDir,
+  });
+  return {
+    walled: {
+      command: started.program,
+      osWall: true,
+      ...privateDirSpec(os, own),
+      args: started.args,
+    },
+    net,
+    privateDir: own?.privateDir,
+  };
 }

@@ -4,7 +4,8 @@ import { tempWorkspace } from "../testing/workspace.ts";
 import { loadConfig } from "../config/config.ts";
 import { PrivateMcpSource } from "./sources.ts";
 import { withNetGrants } from "./grants.ts";
-import { commandLaunch, denoLaunch } from "./launch.ts";
+import { commandLaunch } from "./command_launch.ts";
+import { denoLaunch } from "./launch.ts";
 import type { DependencyMeta } from "./metadata.ts";
 import { PROGRAM_LIMITS } from "../sandbox/limits.ts";
 

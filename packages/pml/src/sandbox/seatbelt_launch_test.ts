@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { assert, assertEquals } from "../testing/assert.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 import { sbplAllows, sbplRules } from "../testing/sbpl.ts";
-import { commandLaunch } from "../deps/launch.ts";
+import { commandLaunch } from "../deps/command_launch.ts";
 import type { DependencyMeta } from "../deps/metadata.ts";
 import { ChildTransport } from "../targets/stdio/child_transport.ts";
 import type { JSONRPCMessage } from "../sdk/types.ts";

@@ -11,13 +11,13 @@ import type { AuditLog } from "../../audit/audit.ts";
 import type { DepsState } from "../../deps/deps_state.ts";
 import type { InstalledPackage, Installer } from "../../deps/installer.ts";
 import {
-  commandLaunch,
   denoLaunch,
   type LaunchSpec,
   missingEnv,
   missingEnvMessage,
   osWallRefusal,
 } from "../../deps/launch.ts";
+import { commandLaunch } from "../../deps/command_launch.ts";
 import { detectOsSandbox, type OsSandboxStatus } from "../../sandbox/detect_os_sandbox.ts";
 import { type DependencyMeta, unpinnedWarning } from "../../deps/metadata.ts";
 import { describeDenoGrants } from "../../deps/grants.ts";
