@@ -27,7 +27,7 @@ import {
   ReadResourceRequestSchema,
   ToolListChangedNotificationSchema,
 } from "../../packages/pml/src/sdk/types.ts";
-import { DECISION_SCHEMA } from "../../packages/pml/src/permission/approvals.ts";
+import { DECISION_SCHEMA } from "../../packages/pml/src/permission/elicitation.ts";
 import {
   assert,
   assertEquals,

@@ -1,12 +1,8 @@
 import { errorMessage, isPmlError, PmlError } from "../errors.ts";
 import type { CallChannel } from "../gateway/gateway.ts";
 import { isToolId } from "../gateway/names.ts";
-import {
-  type ApprovalDecision,
-  type ApprovalRequest,
-  type Elicit,
-  ElicitationUnanswered,
-} from "../permission/approvals.ts";
+import type { ApprovalDecision, ApprovalRequest } from "../permission/approvals.ts";
+import { type Elicit, ElicitationUnanswered } from "../permission/elicitation.ts";
 import type { Routing } from "../routing/routing.ts";
 import { SandboxError, type SandboxProcess } from "../sandbox/sandbox_process.ts";
 import type { CallToolResult } from "../sdk/types.ts";

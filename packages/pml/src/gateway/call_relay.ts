@@ -22,8 +22,8 @@ import type {
   Approvals,
   AskVia,
   DecidedBy,
-  Elicit,
 } from "../permission/approvals.ts";
+import type { Elicit } from "../permission/elicitation.ts";
 import {
   type CallContext,
   fromCallToolResult,

@@ -20,14 +20,13 @@ import type { TaskCall } from "../targets/upstream/upstream_tasks.ts";
 import { callAsTask, MAX_TASK_QUEUE, SessionTasks, TASK_CAPABILITIES } from "./task_calls.ts";
 import { isPmlError } from "../errors.ts";
 import { passedOn } from "../targets/call_errors.ts";
+import type { ApprovalDecision, ApprovalRequest } from "../permission/approvals.ts";
 import {
-  type ApprovalDecision,
-  type ApprovalRequest,
   DECISION_SCHEMA,
   ElicitationDeclinedByClient,
   ElicitationUnanswered,
   HUMAN_MIN_MS,
-} from "../permission/approvals.ts";
+} from "../permission/elicitation.ts";
 import type { CallChannel, Gateway } from "./gateway.ts";
 import { serveSurface, SURFACE_CAPABILITIES } from "./surface_handlers.ts";
 

@@ -1,3 +1,13 @@
+/**
+ * The human in the loop (DESIGN §5, §12; docs/approvals.md): what an approval asks
+ * ({@link ApprovalRequest}), who decided it and how, and {@link Approvals}, which asks by
+ * elicitation inside the call where it can and otherwise returns `approval_required` and waits for
+ * `pml:continue`. Asking by elicitation, and how it ends without a decision, is `elicitation.ts`;
+ * a retried call taking a human's stored decision, `recorded_decision.ts`; the store,
+ * `approval_store.ts`.
+ *
+ * @module
+ */
 import type { CallToolResult } from "../sdk/types.ts";
 import { isPmlError, PmlError } from "../errors.ts";
 import type {
@@ -5,10 +15,10 @@ import type {
   ApprovalOwner,
   ApprovalStore,
   StoredApproval,
-  StoredDecision,
 } from "./approval_store.ts";
-import { canonicalJson } from "../canonical_json.ts";
+import { claimRecordedDecision } from "./recorded_decision.ts";
 import { howHumanAnswers, type HumanChannel } from "./human_channel.ts";
+import { type Elicit, ElicitationDeclinedByClient, ElicitationUnanswered } from "./elicitation.ts";
 
 /** What an approval is about (DESIGN §5). */
 export type ApprovalType =
@@ -46,45 +56,8 @@ export interface HumanDetail {
 }
 
 /**
- * Asks through MCP elicitation; resolves to the human's decision (`decline` → `no`). A `decline`
- * faster than a person can answer throws {@link ElicitationDeclinedByClient} (a no, given by the
- * client). When nobody decided (the client answered `cancel`, the request failed, or no answer came
- * in time) it throws {@link ElicitationUnanswered}, and the approval falls back to
- * `approval_required` (DESIGN §12).
- */
-export type Elicit = (request: ApprovalRequest) => Promise<ApprovalDecision>;
-
-/** How an elicitation ended without a decision. */
-export type Unanswered = "cancel" | "error" | "timeout";
-
-/** Thrown by an {@link Elicit} when the human did not decide: not a refusal. */
-export class ElicitationUnanswered extends Error {
-  constructor(readonly how: Unanswered, detail?: string) {
-    super(`The elicitation ended without a decision (${how}${detail ? `: ${detail}` : ""})`);
-    this.name = "ElicitationUnanswered";
-  }
-}
-
-/**
- * Thrown by an {@link Elicit} when the client declined faster than a person can read the question
- * ({@link HUMAN_MIN_MS}): a "no", but nobody was asked, and the result and audit say so.
- */
-export class ElicitationDeclinedByClient extends Error {
-  constructor(readonly ms: number) {
-    super(`The client declined the question in ${ms} ms, before a person could have answered`);
-    this.name = "ElicitationDeclinedByClient";
-  }
-}
-
-/**
- * A `decline` that comes back sooner than this was not a person's answer: reading the question
- * and choosing takes longer. Codex's bypass flag, for instance, declines every elicitation at once.
- */
-export const HUMAN_MIN_MS = 1500;
-
-/**
  * Who gave a decision: the human (elicitation, the page, `pml approve`), the agent
- * (`pml:continue`), or the client on its own (a `decline` faster than {@link HUMAN_MIN_MS}).
+ * (`pml:continue`), or the client on its own (a `decline` faster than `HUMAN_MIN_MS`).
  */
 export type DecidedBy = "user" | "agent" | "client";
 
@@ -227,8 +200,12 @@ export class Approvals {
    */
   async ask(request: ApprovalRequest, resume: Resume, via: AskVia = {}): Promise<CallToolResult> {
     // The agent called again instead of continuing: the identical call takes a human's decision.
-    const recorded = via.replay && await this.#takeRecorded(request, via.replay);
-    if (recorded) return await resume(recorded.decision, "user", { via: recorded.via });
+    const recorded = via.replay && this.#store &&
+      await claimRecordedDecision(this.#store, request, via.replay);
+    if (recorded) {
+      this.#pending.delete(recorded.id);
+      return await resume(recorded.decided.decision, "user", { via: recorded.decided.via });
+    }
     // A question with a part only the human may read (a changed definition's new text) is not
     // elicited: a client may show an elicitation to its agent, and the human needs the difference,
     // which only the page and `pml approvals` show.
@@ -343,30 +320,6 @@ export class Approvals {
     return await resume(decision, by, detail);
   }
 
-  /**
-   * A human's decision (the page, `pml approve`, `pml deny`) on a stored approval of exactly this
-   * call, taken for its one use: the same tool and arguments (`replay`, compared canonically) and
-   * the same question now (type, words, context, the part only a human sees, what "always" adds).
-   * Only a human writes a decision into the store; the agent's `pml:continue` records none.
-   */
-  async #takeRecorded(
-    request: ApprovalRequest,
-    call: NonNullable<AskVia["replay"]>,
-  ): Promise<StoredDecision | undefined> {
-    const store = this.#store;
-    if (!store) return undefined;
-    let asked: string | undefined;
-    for (const stored of await store.list()) {
-      if (!stored.decided || !stored.replay) continue;
-      asked ??= questionKey(request, call);
-      if (questionKey(stored, stored.replay) !== asked) continue;
-      if (!(await store.claim(stored.id))) continue;
-      this.#pending.delete(stored.id);
-      return stored.decided;
-    }
-    return undefined;
-  }
-
   /** The stored approval `id` with a rebuilt continuation (after a restart), if possible. */
   async #revived(id: string): Promise<Pending | undefined> {
     const stored = await this.#store?.get(id);
@@ -410,23 +363,3 @@ export class Approvals {
     for (const [id, p] of this.#pending) if (p.expiresAt <= now) this.#pending.delete(id);
   }
 }
-
-/** What makes two questions about one call the same, as one string. */
-function questionKey(request: ApprovalRequest, call: NonNullable<AskVia["replay"]>): string {
-  const { type, description, context, forHuman, allows } = request;
-  return canonicalJson({ call, type, description, context, forHuman, allows });
-}
-
-/** The JSON schema of the elicitation form: one required choice. */
-export const DECISION_SCHEMA = {
-  type: "object",
-  properties: {
-    decision: {
-      type: "string",
-      title: "Decision",
-      enum: ["yes", "always", "no"],
-      enumNames: ["Yes, this time", "Always (add to allow)", "No"],
-    },
-  },
-  required: ["decision"],
-} as const;
