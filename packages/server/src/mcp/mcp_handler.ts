@@ -111,7 +111,7 @@ export function createMcpHandler(deps: McpHandlerDeps): ClosableMcpHandler {
   const execute = executor.tool;
 
   // The SDK's Server less its redundant parses: a result checked as it arrived (an upstream's,
-  // `upstream_sessions.ts`) is not checked a second time (see RequestFirstServer).
+  // `upstream_call.ts`) is not checked a second time (see RequestFirstServer).
   const newServer = () =>
     new RequestFirstServer(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },

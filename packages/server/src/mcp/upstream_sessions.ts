@@ -3,16 +3,12 @@
  * `StreamableHTTPClientTransport` per (upstream URL, outgoing header set, caller's API key). The
  * header set holds the caller's BYOK key, so two users' keys never share a session, and a key
  * reaches only the session opened with it; what a server sends on a session outside a request
- * (its GET stream) goes to that caller's listeners alone ({@link UpstreamSessions.listen}). Opening a session per call (`initialize`, `notifications/initialized`,
- * the call, `DELETE`) cost the upstream several times the call itself.
+ * (its GET stream) goes to that caller's listeners alone ({@link UpstreamSessions.listen}).
+ * Opening a session per call (`initialize`, `notifications/initialized`, the call, `DELETE`) cost
+ * the upstream several times the call itself.
  *
  * The SDK `Client` opens the session (`initialize`, session id, protocol version); each
- * `tools/call` is then posted on it by `postToolCall` (the pml package's cloud calls use it too):
- * one POST with the headers the SDK's transport sends, a JSON or SSE answer read for the response
- * to the call's own id, the result checked against the SDK's `CallToolResultSchema`, a JSON-RPC
- * error thrown as an `McpError`, an HTTP error as the transport's `StreamableHTTPError`. The SDK's
- * `Client.request` and transport cost about a third of this server's CPU per proxied call
- * (docs/speed.md). A redirected POST goes through the SDK's `callTool`, which follows it.
+ * `tools/call` is then posted on it by `callOnSession` (`upstream_call.ts`).
  *
  * A session lives while it is used and `idleMs` after its last call; then it is ended (`DELETE`)
  * and its client closed, and with it the only copy of the key it held. Sessions are found by a
@@ -24,23 +20,13 @@
  *
  * @module
  */
-import {
-  type PostSession,
-  postToolCall,
-  type StreamMessage,
-} from "../../../pml/src/targets/cloud/call_post.ts";
-import type { CallStream, UpstreamReply } from "./call_stream.ts";
-import { checkToolResult } from "../../../pml/src/sdk/tool_result.ts";
+import type { PostSession } from "../../../pml/src/targets/cloud/call_post.ts";
+import type { CallStream } from "./call_stream.ts";
 import { sha256Hex } from "../registry/hash.ts";
 import { Client } from "./sdk/client.ts";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "./sdk/http_client.ts";
-import {
-  type CallToolResult,
-  CallToolResultSchema,
-  ErrorCode,
-  type JSONRPCNotification,
-  McpError,
-} from "./sdk/types.ts";
+import { type CallToolResult, ErrorCode, type JSONRPCNotification, McpError } from "./sdk/types.ts";
+import { callOnSession } from "./upstream_call.ts";
 
 /** Settings of {@link UpstreamSessions}. */
 export interface UpstreamSessionOptions {
@@ -142,26 +128,7 @@ export class UpstreamSessions {
    * was replaced and the call made on the new one.
    */
   callTool(call: UpstreamCall): Promise<CallToolResult> {
-    return this.use(call, async ({ client, post }) => {
-      const timeoutMs = this.#options.timeoutMs;
-      const params = { name: call.name, arguments: call.args };
-      const stream = call.stream;
-      const upstream = client.transport!;
-      const onmessage = stream
-        ? (message: StreamMessage) => stream.fromUpstream(message, upstream)
-        : (message: StreamMessage) => refuseRequest(message, upstream);
-      return await postToolCall(post, params, {
-        timeoutMs,
-        resultSchema: UPSTREAM_RESULT,
-        signal: call.signal,
-        onprogress: stream?.progressToken !== undefined ? (p) => stream.progress(p) : undefined,
-        onmessage,
-      }) ??
-        await client.callTool(params, undefined, {
-          timeout: timeoutMs,
-          ...(call.signal ? { signal: call.signal } : {}),
-        }) as CallToolResult;
-    });
+    return this.use(call, (open) => callOnSession(open, call, this.#options.timeoutMs));
   }
 
   /**
@@ -363,34 +330,12 @@ export class UpstreamSessions {
   }
 }
 
-/**
- * An upstream's result, checked against the SDK's `CallToolResultSchema` and marked as checked, so
- * that the endpoint's `Server` sends it on without parsing it again; one that does not conform
- * throws the schema's error, as the SDK's `Client.callTool` did.
- */
-const UPSTREAM_RESULT = {
-  parse: (value: unknown) => checkToolResult(value) ?? CallToolResultSchema.parse(value),
-};
-
 /** The map key of a session: a digest, so that no key value is kept as one. */
 function sessionId(call: UpstreamTarget): string {
   const headers = Object.entries(call.headers)
     .map(([name, value]) => [name.toLowerCase(), value])
     .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
   return sha256Hex(JSON.stringify([call.url, headers, call.owner ?? null]));
-}
-
-/** A request of the server on a call nobody can answer (no stream): refused at once. */
-function refuseRequest(message: StreamMessage, upstream: UpstreamReply): void {
-  if (typeof message.method !== "string" || !("id" in message)) return;
-  void upstream.send({
-    jsonrpc: "2.0",
-    id: message.id as string,
-    error: {
-      code: ErrorCode.InvalidRequest,
-      message: `${message.method}: the client of this call cannot be asked (no stream)`,
-    },
-  }).catch(() => {});
 }
 
 /** An error the upstream answered on a working session (a JSON-RPC error of the call). */
