@@ -26,6 +26,7 @@ import type { Analysis } from "../analysis/types.ts";
 import type { Decision } from "../permission/patterns.ts";
 import type { CallToolResult } from "../sdk/types.ts";
 import { canonicalJson } from "../canonical_json.ts";
+import { NOT_ASKED } from "../gateway/call_relay.ts";
 
 /** Reads of one run started at most: a snippet with more reads gets the first ones ahead. */
 export const MAX_READ_AHEAD = 16;
@@ -80,7 +81,16 @@ export function aheadKey(tool: string, args: unknown): string {
   return `${tool} ${canonicalJson(args ?? {})}`;
 }
 
-/** The channel of a read started ahead: the run's cancel signal, no one to ask. */
+/**
+ * The channel of a read started ahead: the run's cancel signal, and no question asked (a `.env`
+ * file, even through a link, ends `NOT_ASKED`; the code's call is then made live, asked as any
+ * call: `run_execution.ts`).
+ */
 export function aheadChannel(channel: CallChannel): CallChannel {
-  return { signal: channel.signal };
+  return { signal: channel.signal, noQuestions: true };
+}
+
+/** True for the answer of a read ahead that would have asked a question (`aheadChannel`). */
+export function notAsked(result: CallToolResult): boolean {
+  return (result.structuredContent as { code?: unknown } | undefined)?.code === NOT_ASKED;
 }

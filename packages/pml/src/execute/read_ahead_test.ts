@@ -1,9 +1,12 @@
 /**
  * Read-ahead of `pml:execute` (read_ahead.ts): the sandbox protocol with a real exec sandbox, and
  * through the gateway what code sees (same values, same errors, same report) and when nothing may
- * be read ahead (a write in the code, a tool the user is asked about).
+ * be read ahead (a write in the code, a tool the user is asked about), and a read that needs the
+ * human (a `.env` file) asked as the same call made live.
  */
+import { join } from "node:path";
 import { analyzeCode } from "../analysis/mod.ts";
+import { NOT_ASKED } from "../gateway/call_relay.ts";
 import { SandboxProcess } from "../sandbox/sandbox_process.ts";
 import { AHEAD_PUSH_CHARS } from "../sandbox/call_relay.ts";
 import { assertEquals, assertMatch } from "../testing/assert.ts";
@@ -220,4 +223,60 @@ Deno.test("pml:execute read-ahead: a loop or a map over a literal list of files 
   );
   assertEquals(mapped.result, ["file 3", "file 1", "file 2", "file 1"]);
   assertEquals(mapped.calls!.length, 4);
+});
+
+Deno.test("pml:execute read-ahead: a read that needs the human is asked, or pauses the run, as the same call made live", async () => {
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
+  ws.write(".env", "API_KEY=secret-in-dotenv");
+  Deno.symlinkSync(".env", join(ws.dir, "config.txt")); // a .env file under another name
+  const ahead = `const text = await mcp.filesystem.read_file({ path: "config.txt" });
+     return text.length;`;
+  // The same call with an argument the analysis cannot know: made live, never read ahead.
+  const live = `const path = ["config", "txt"].join(".");
+     const text = await mcp.filesystem.read_file({ path });
+     return text.length;`;
+  const shape = (body: { status: string; code?: string; result?: unknown; description?: string }) =>
+    JSON.stringify([body.status, body.code, body.result, body.description]).replace(
+      /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g,
+      "<id>",
+    );
+
+  // A client that elicits: asked in-line once, and the answer applies.
+  for (const decision of ["yes", "no"] as const) {
+    const asked: string[] = [];
+    await using g = await gatewayFor(ws, { elicit: (m) => (asked.push(m), decision) });
+    const a = await execute(g.client, ahead);
+    const l = await execute(g.client, live);
+    assertEquals(shape(a), shape(l), decision);
+    assertEquals(asked.length, 2, `one question per execution (${decision})`);
+    if (decision === "yes") assertEquals(a.result, "API_KEY=secret-in-dotenv".length);
+    else assertEquals(JSON.stringify(a).includes("secret-in-dotenv"), false);
+  }
+  // A client that cannot elicit: the run pauses at that call, with the question stored once.
+  await using g = await gatewayFor(ws);
+  const a = await execute(g.client, ahead);
+  const l = await execute(g.client, live);
+  assertEquals(a.status, "approval_required");
+  assertMatch(String(a.description), /paused at mcp call #1/);
+  assertEquals(shape(a), shape(l));
+  assertEquals(JSON.stringify(a).includes("secret-in-dotenv"), false);
+  const stored = [...Deno.readDirSync(join(ws.dir, ".pml", "approvals"))].length;
+  assertEquals(stored, 2, "one stored question per paused execution, none for the read ahead");
+});
+
+Deno.test("gateway: a call on a channel that asks nothing ends NOT_ASKED and stores no question", async () => {
+  await using ws = tempWorkspace(FILESYSTEM_ALLOWED);
+  ws.write(".env", "API_KEY=secret");
+  await using g = await gatewayFor(ws);
+  const result = await g.gateway.runTool("filesystem:read_file", { path: ".env" }, {
+    noQuestions: true,
+  });
+  assertEquals(result.isError, true);
+  assertEquals((result.structuredContent as { code?: string }).code, NOT_ASKED);
+  assertEquals(JSON.stringify(result).includes("secret"), false);
+  let stored: string[] = [];
+  try {
+    stored = [...Deno.readDirSync(join(ws.dir, ".pml", "approvals"))].map((e) => e.name);
+  } catch { /* no folder: nothing stored */ }
+  assertEquals(stored, []);
 });

@@ -10,7 +10,7 @@ import { fromCallToolResult, resultText } from "../targets/target.ts";
 import { Deadline } from "./deadline.ts";
 import { canonicalJson } from "../canonical_json.ts";
 import type { Journal } from "./journal.ts";
-import type { AheadRead } from "./read_ahead.ts";
+import { type AheadRead, notAsked } from "./read_ahead.ts";
 import { CALL_ERROR_CODES, type CallReport, type ExecuteErrorCode } from "./result.ts";
 
 /** What one run of the code needs from the gateway. */
@@ -201,7 +201,8 @@ export async function runAttempt(
   // Reads started ahead: the sandbox gets each outcome as it comes, and the code takes it when it
   // makes that call (the sandbox process hands each index over once); then it counts as the code's
   // call, in the order the code made it, and the per-call timeout runs from there, as for a call
-  // made live.
+  // made live. A read that would have asked a question asked none (`aheadChannel`): the code's
+  // call is made live when it takes it, so that it is asked, or pauses the run, as without it.
   const aheads = (attempt.readAhead ?? []).map((read) => {
     let startClock!: () => void;
     const timedOut = new Promise<never>((_, reject) => {
@@ -210,15 +211,19 @@ export async function runAttempt(
         read.result.finally(() => timer.clear()).catch(() => {});
       };
     });
-    const outcome = Promise.race([
-      read.result.then(
-        (result) => valueOf(read.tool, result),
-        (err) => Promise.reject(asCallError(read.tool, err)),
-      ),
+    let takenAs!: (index: number) => void;
+    const taken = new Promise<number>((resolve) => (takenAs = resolve));
+    const answered = Promise.race([
+      read.result.catch((err) => Promise.reject(asCallError(read.tool, err))),
       timedOut,
     ]);
+    const outcome = answered.then((result) =>
+      notAsked(result)
+        ? taken.then((index) => callLive(index, read.tool, read.args))
+        : valueOf(read.tool, result)
+    );
     outcome.catch(() => {}); // a read the code never takes
-    return { read, outcome, startClock };
+    return { read, answered, outcome, startClock, takenAs };
   });
   const onTaken = (i: number) => {
     const ahead = aheads[i];
@@ -226,24 +231,33 @@ export async function runAttempt(
     ahead.startClock();
     const { tool, args } = ahead.read;
     const index = nextIndex++;
+    ahead.takenAs(index);
     const routing = deps.routeOf(tool);
     const started = performance.now();
-    ahead.outcome.then(
-      (value) => record(index, tool, args, routing, started, { ok: true, value }),
-      (err) => record(index, tool, args, routing, started, { ok: false, err }),
-    );
+    const recordIt = () =>
+      ahead.outcome.then(
+        (value) => record(index, tool, args, routing, started, { ok: true, value }),
+        (err) => record(index, tool, args, routing, started, { ok: false, err }),
+      );
+    // A call made live records itself.
+    ahead.answered.then((result) => notAsked(result) ? undefined : recordIt(), recordIt);
   };
 
   const onMcp = async (tool: string, args: unknown): Promise<unknown> => {
     const index = nextIndex++;
     if (stop || finished) return await new Promise(() => {}); // the run is ending: never answered
-    const routing = deps.routeOf(tool);
     const replayed = journal.replay(index, tool, args);
     if (replayed) {
-      calls.push({ tool, routing, ms: replayed.ms, replayed: true });
+      calls.push({ tool, routing: deps.routeOf(tool), ms: replayed.ms, replayed: true });
       if (replayed.outcome.ok) return replayed.outcome.value;
       throw callError(replayed.outcome.error.code ?? "TOOL_ERROR", replayed.outcome.error.message);
     }
+    return await callLive(index, tool, args);
+  };
+
+  /** Call `index` of the code, made now through the pipeline, journaled; a pause stops the run. */
+  const callLive = async (index: number, tool: string, args: unknown): Promise<unknown> => {
+    const routing = deps.routeOf(tool);
     const started = performance.now();
     const call = live(index, tool, args);
     inFlight.add(call);

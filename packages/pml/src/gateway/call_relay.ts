@@ -26,6 +26,7 @@ import type {
 import type { Elicit } from "../permission/elicitation.ts";
 import {
   type CallContext,
+  errorResult,
   fromCallToolResult,
   type OpenUrl,
   resultText,
@@ -59,6 +60,12 @@ export interface CallChannel {
   readonly task?: TaskCall;
   /** The MCP session the request came from (one per connection, `CallContext.clientSession`). */
   readonly clientSession?: object;
+  /**
+   * A call nobody has made yet (a read `pml:execute` starts ahead of its code, `read_ahead.ts`):
+   * a question its target would ask is neither asked nor stored, and the call ends with
+   * `NOT_ASKED` at once; the code's own call, if it makes it, is then made as any other.
+   */
+  readonly noQuestions?: boolean;
 }
 
 /** A tool of PML itself (`pml:continue`, `pml:execute`, `pml:search`): not subject to permissions. */
@@ -136,6 +143,7 @@ export class CallRelay {
       task: channel.task,
       clientSession: channel.clientSession,
       ask: (asked, resume) => {
+        if (channel.noQuestions) return Promise.resolve(notAsked(asked));
         const stored = firstUse && asked.type === "dependency";
         const request = stored ? firstUseQuestion(asked, firstUse) : asked;
         if (covered && sameRequest(covered.request, request)) {
@@ -209,4 +217,13 @@ export class CallRelay {
     }
     return fromCallToolResult(result);
   }
+}
+
+/** The error code of a call that needed a question on a `noQuestions` channel. */
+export const NOT_ASKED = "NOT_ASKED";
+
+/** The answer of a call that would ask `request` on a channel that asks nothing. */
+function notAsked(request: ApprovalRequest): CallToolResult {
+  const message = `Not asked: ${request.description}`;
+  return errorResult(message, { status: "error", code: NOT_ASKED, message });
 }
