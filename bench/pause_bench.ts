@@ -68,8 +68,11 @@ const first: Record<string, number[]> = {};
 const warm: Record<string, number[]> = {};
 for (const name of names) [first[name], warm[name]] = [[], []];
 for (let round = 0; round < ROUNDS; round++) {
-  // Each side waits the pause and one call of the others; who goes first alternates.
-  const order = round % 2 ? [...names].reverse() : names;
+  // Each side waits the pause and the calls of the sides before it; who goes first, second or
+  // last rotates (with a reversal, the middle side was always second: one call after the pause
+  // it did not wait alone, ~0.15 ms of advantage here).
+  const k = round % names.length;
+  const order = [...names.slice(k), ...names.slice(0, k)];
   await new Promise((r) => setTimeout(r, PAUSE_MS));
   for (const name of order) first[name].push(...await timeCalls(sides[name].call, 1));
   for (const name of order) {
