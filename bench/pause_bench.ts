@@ -14,7 +14,7 @@
 import { join } from "node:path";
 import { trustContentSync } from "../packages/pml/src/config/trust_store.ts";
 import { IDLE_COLLECT_MS } from "../packages/pml/src/sandbox/_idle_gc.ts";
-import { HOST_VIEW_REUSE_MS } from "../packages/pml/src/sandbox/policy.ts";
+import { HOST_VIEW_REUSE_MS } from "../packages/pml/src/sandbox/host_view.ts";
 import { Client } from "../packages/pml/src/sdk/client.ts";
 import { StdioClientTransport } from "../packages/pml/src/sdk/stdio_client.ts";
 import { figure, fmtMs, median, ratio, timeCalls } from "./_stats.ts";

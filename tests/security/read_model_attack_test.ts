@@ -14,7 +14,7 @@ import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { gatewayFor, tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
 import { commandLaunch } from "../../packages/pml/src/deps/command_launch.ts";
 import { parseStdioMetadata } from "../../packages/pml/src/deps/metadata.ts";
-import { HOME_SECRETS } from "../../packages/pml/src/sandbox/policy.ts";
+import { HOME_SECRETS } from "../../packages/pml/src/sandbox/host_view.ts";
 
 const MARK = "SECRET_MARK_91";
 

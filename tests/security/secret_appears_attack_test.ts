@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { assert, assertEquals } from "../../packages/pml/src/testing/assert.ts";
 import { tempWorkspace, textOf } from "../../packages/pml/src/testing/workspace.ts";
-import { HOST_VIEW_REUSE_MS } from "../../packages/pml/src/sandbox/policy.ts";
+import { HOST_VIEW_REUSE_MS } from "../../packages/pml/src/sandbox/host_view.ts";
 import { connectStdio } from "../e2e/_spawn.ts";
 
 const MARK = "SECRET_MARK_57";

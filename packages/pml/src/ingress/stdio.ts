@@ -13,7 +13,7 @@ import {
 } from "../sandbox/_idle_gc.ts";
 import { warmUpLoadedAnalysis } from "../execute/plan.ts";
 import { lookAhead } from "../sandbox/look_ahead.ts";
-import { refreshHostViews } from "../sandbox/policy.ts";
+import { refreshHostViews } from "../sandbox/host_view.ts";
 
 /**
  * Serves `gateway` over stdio until stdin closes. Stdout carries JSON-RPC only (everything else

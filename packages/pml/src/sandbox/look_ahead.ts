@@ -1,6 +1,6 @@
 /**
  * The machine's look of the sandbox policies, taken ahead of the calls that need it. A sandboxed
- * call's policy reuses one look at the machine for {@link HOST_VIEW_REUSE_MS} (`policy.ts`); the
+ * call's policy reuses one look at the machine for {@link HOST_VIEW_REUSE_MS} (`host_view.ts`); the
  * first call after a longer pause took it on its own path (~100 path checks and, as root, a walk
  * of `/etc`: 15–20 ms of a `read_file` that costs ~1 ms warm on this project's machine). An agent
  * calls a tool every few seconds, so nearly every call was such a first one (docs/speed.md).
@@ -9,7 +9,7 @@
  * {@link HOST_VIEW_REUSE_MS} old, which keeps the bound on how late a new secret is hidden.
  */
 import { type IdleClock, PROCESS_CLOCK } from "./_idle_gc.ts";
-import { HOST_VIEW_REUSE_MS, refreshHostViews } from "./policy.ts";
+import { HOST_VIEW_REUSE_MS, refreshHostViews } from "./host_view.ts";
 
 /** How often the looks are taken again while calls are likely: within the reuse window, with room for a late timer. */
 export const LOOK_AHEAD_EVERY_MS = HOST_VIEW_REUSE_MS - 200;

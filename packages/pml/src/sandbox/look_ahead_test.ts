@@ -5,7 +5,7 @@
 import { assertEquals } from "../testing/assert.ts";
 import { manualClock } from "../testing/manual_clock.ts";
 import { LOOK_AHEAD_EVERY_MS, LOOK_AHEAD_FOR_MS, lookAhead } from "./look_ahead.ts";
-import { HOST_VIEW_REUSE_MS } from "./policy.ts";
+import { HOST_VIEW_REUSE_MS } from "./host_view.ts";
 
 Deno.test("lookAhead: the looks are taken again within the reuse window while calls are likely, then no more", () => {
   const clock = manualClock();

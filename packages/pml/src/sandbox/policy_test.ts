@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../testing/assert.ts";
-import { HOST_VIEW_REUSE_MS, refreshHostViews, reusedFor, sandboxPolicy } from "./policy.ts";
+import { HOST_VIEW_REUSE_MS, refreshHostViews, reusedFor } from "./host_view.ts";
+import { sandboxPolicy } from "./policy.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
 
 Deno.test("reusedFor: one computation per key within the reuse window, a new one after it or when the clock goes back", () => {

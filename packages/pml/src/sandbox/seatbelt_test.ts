@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { assert, assertEquals, assertStringIncludes } from "../testing/assert.ts";
 import { tempWorkspace } from "../testing/workspace.ts";
-import { HOME_SECRETS, sandboxPolicy } from "./policy.ts";
+import { HOME_SECRETS } from "./host_view.ts";
+import { sandboxPolicy } from "./policy.ts";
 import { sandboxExecArgs, seatbeltProfile } from "./seatbelt.ts";
 
 /** A home holding every secret of the deny list, and a workspace with protected files. */
