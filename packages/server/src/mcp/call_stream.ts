@@ -172,8 +172,7 @@ export class CallStream {
     const controller = this.#controller;
     if (controller) {
       if ((controller.desiredSize ?? 0) <= -MAX_QUEUED) return false;
-      controller.enqueue(event);
-      return true;
+      return this.#put(controller, event);
     }
     if (this.#queue.length >= MAX_QUEUED) return false;
     this.#queue.push(event);
@@ -208,10 +207,13 @@ export class CallStream {
         this.#controller = controller;
         answering.then((answer) => {
           if (this.#ended) return; // the caller went away
-          this.end();
           // The answer is the caller's own: scrubbed by whoever made it, never dropped.
-          controller.enqueue(sseEvent(answer));
-          controller.close();
+          if (this.#put(controller, sseEvent(answer))) {
+            try {
+              controller.close();
+            } catch { /* closed from the caller's side meanwhile: nothing more to end */ }
+          }
+          this.end();
         });
       },
       cancel: () => this.end(),
@@ -220,6 +222,22 @@ export class CallStream {
       status: 200,
       headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" },
     });
+  }
+
+  /**
+   * Enqueues `event`; false, and the stream ended, when the response's stream is closed already:
+   * the caller can go away (its connection closed, its call cancelled) before the server's
+   * `cancel` has run, and an enqueue or close then throws, which in the answer's callback was an
+   * uncaught error of pml-server (seen once in `cloud_during_call_test.ts`, cancellation).
+   */
+  #put(controller: ReadableStreamDefaultController<Uint8Array>, event: Uint8Array): boolean {
+    try {
+      controller.enqueue(event);
+      return true;
+    } catch {
+      this.end();
+      return false;
+    }
   }
 
   /** Nothing more is written; the server's requests still open are answered no more. */
